@@ -1,0 +1,160 @@
+"""Explorables: one drawing function of slider values serves live JupyterLab widgets and static book pages.
+
+An explorable has ordered controls (Slider / Choice), a `setup(fig)` that builds the figure once and
+returns its artists, and an `update(art, **values)` that changes those artists and returns readouts
+(label -> text).  `frame()` gives a PNG, `live()` an ipywidgets view, `static()` self-contained HTML.
+`show(name)` displays one from the catalog: static when NORMLAB_STATIC=1 (the book build), live otherwise.
+
+Drawing is fast because the figure is built once and only the artists listed in `art["animated"]`
+are redrawn over a cached background (blitting). So: every artist that `update` changes must be in
+that list, and axis limits are set explicitly (no autoscale); when `update` does change a limit or a
+scale, the background is redrawn once for the new limits.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+
+from .controls import Choice, Slider
+from .style import HEIGHT_IN, WIDTH_IN, blank_figure, house_style, rgba_to_png
+
+__all__ = ["Choice", "Explorable", "Slider", "catalog", "get", "show", "STATIC_ENV"]
+
+from .display import STATIC_ENV, static_mode
+
+
+class Explorable:
+    """A figure driven by controls; see the module docstring for the setup/update contract."""
+
+    def __init__(self, name: str, controls: dict, setup, update, *, title: str = "", alt="",
+                 blit: bool = True, width: float = WIDTH_IN, height: float = HEIGHT_IN,
+                 max_frames: int = 150, try_this: str = ""):
+        self.name = name
+        self.controls = dict(controls)
+        self.title = title
+        self._setup, self._update, self._alt = setup, update, alt
+        self.blit = blit
+        self.size = (width, height)
+        self.max_frames = max_frames
+        self.try_this = try_this
+        self._fig = None
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"Explorable({self.name!r}, controls={list(self.controls)})"
+
+    # -- values ---------------------------------------------------------------------------------
+    def defaults(self) -> dict:
+        """The default value of every control, in order."""
+        return {k: c.value for k, c in self.controls.items()}
+
+    def values(self, **values) -> dict:
+        """Defaults overridden by `values`; unknown names or values a control cannot take raise ValueError."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"{self.name} has no control(s) {sorted(unknown)}; it has {list(self.controls)}")
+        merged = {**self.defaults(), **values}
+        for k, v in merged.items():
+            if not self.controls[k].allows(v):
+                raise ValueError(f"{self.name}: {k}={v!r} is outside what the control allows")
+        return merged
+
+    def alt(self, **values) -> str:
+        """Alt text of the figure at these values."""
+        values = self.values(**values)
+        return self._alt(**values) if callable(self._alt) else str(self._alt or self.title)
+
+    # -- drawing --------------------------------------------------------------------------------
+    def _ensure_figure(self):
+        if self._fig is None:
+            fig = blank_figure(*self.size)
+            with house_style():
+                art = self._setup(fig)
+            self._animated = list(art.get("animated", [])) if self.blit else []
+            for a in self._animated:
+                a.set_animated(True)
+            self._fig, self._art, self._background = fig, art, None
+
+    def render(self, *, small: bool = False, **values) -> tuple[bytes, dict]:
+        """(PNG bytes, readouts) at these values. Warnings raised while drawing become a 'note' readout."""
+        values = self.values(**values)
+        with self._lock:
+            self._ensure_figure()
+            with warnings.catch_warnings(record=True) as caught, house_style():
+                warnings.simplefilter("always")
+                readouts = dict(self._update(self._art, **values) or {})
+            notes = list(dict.fromkeys(str(w.message) for w in caught))
+            if notes:
+                readouts["note"] = "; ".join(notes)
+            canvas = self._fig.canvas
+            if self.blit:
+                limits = [ax.viewLim.bounds + (ax.get_xscale(), ax.get_yscale()) for ax in self._fig.axes]
+                if self._background is None or limits != self._limits:
+                    self._limits = limits
+                    canvas.draw()
+                    self._background = canvas.copy_from_bbox(self._fig.bbox)
+                canvas.restore_region(self._background)
+                for a in self._animated:
+                    (a.axes or self._fig).draw_artist(a)
+            else:
+                canvas.draw()
+            png = rgba_to_png(np.asarray(canvas.buffer_rgba()), small=small)
+        return png, readouts
+
+    def frame(self, **values) -> bytes:
+        """PNG of the figure at these values (defaults for the rest); reuses one figure."""
+        return self.render(**values)[0]
+
+    def readouts(self, **values) -> dict:
+        """The readouts (label -> text) at these values."""
+        return self.render(**values)[1]
+
+    # -- the two faces --------------------------------------------------------------------------
+    def live(self, **values):
+        """An ipywidgets view: the controls, the image and the readouts; redraws coalesce."""
+        from .live import LiveExplorable
+
+        return LiveExplorable(self, self.values(**values))
+
+    def static(self) -> str:
+        """Self-contained HTML: range inputs and selects over pre-rendered PNG frames, no external URL."""
+        from .static import static_html
+
+        return static_html(self)
+
+
+_CATALOG: dict | None = None
+
+
+def catalog() -> dict:
+    """Every explorable the book uses, by stable name (builds objects; renders nothing)."""
+    global _CATALOG
+    if _CATALOG is None:
+        from . import explorables
+
+        _CATALOG = explorables.build()
+    return _CATALOG
+
+
+def get(name: str) -> Explorable:
+    """One catalog entry by name, with a helpful error for a wrong name."""
+    entries = catalog()
+    if name not in entries:
+        raise KeyError(f"no explorable named {name!r}; known: {', '.join(sorted(entries))}")
+    return entries[name]
+
+
+def show(name: str, **values):
+    """Display catalog entry `name`: the live widget in a kernel, the static slider when NORMLAB_STATIC=1."""
+
+    from IPython.display import HTML, display
+
+    exp = get(name)
+    if static_mode():
+        display(HTML(exp.static()))
+    else:
+        display(exp.live(**values))
+

@@ -1,0 +1,26 @@
+"""Row statistics: mean and biased variance along one axis."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_float_array
+
+
+def row_mean(v: np.ndarray, axis: int = -1, sum_dtype=None) -> np.ndarray:
+    """Mean of v along `axis` (kept as size 1), summed in `sum_dtype` (default float64), in v's dtype.
+
+    float32 input keeps float32 elementwise arithmetic, but by default its sums run in float64 and
+    are rounded once, as the chapter's C listings do with their `double` accumulators.
+    """
+    acc = np.float64 if sum_dtype is None else sum_dtype
+    return np.mean(v, axis=axis, keepdims=True, dtype=acc).astype(v.dtype, copy=False)
+
+
+def mean_var(x, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and biased variance (divide by n) of x along `axis`; shapes drop that axis."""
+    x = as_float_array(x)
+    mean = row_mean(x, axis)
+    dev = x - mean
+    var = row_mean(dev * dev, axis)
+    return np.squeeze(mean, axis=axis), np.squeeze(var, axis=axis)

@@ -1,0 +1,90 @@
+"""The book's house style: one colour per concept, figure sizes, axis labelling, PNG encoding."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+# Okabe-Ito palette (colour-blind safe); each concept keeps its colour in every figure of the book.
+COLORS = {
+    "input": "#555555",
+    "layer_norm": "#0072B2",
+    "rms_norm": "#D55E00",
+    "batch_norm": "#56B4E9",
+    "pre": "#009E73",
+    "post": "#CC79A7",
+    "none": "#E69F00",
+    "marker": "#000000",
+    "highlight": "#F0E442",
+}
+
+WIDTH_IN = 7.2   # the book's text column at DPI below is 648 px wide
+HEIGHT_IN = 3.3
+DPI = 90
+
+RC = {
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.8,
+}
+
+
+def house_style():
+    """Context manager applying the book's rcParams to artists created inside it."""
+    return matplotlib.rc_context(RC)
+
+
+def blank_figure(width: float = WIDTH_IN, height: float = HEIGHT_IN) -> Figure:
+    """An empty Figure on an Agg canvas (no pyplot state), constrained layout."""
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = WIDTH_IN, height: float = HEIGHT_IN,
+               **subplot_kw) -> tuple[Figure, np.ndarray]:
+    """A house-style Figure and its axes as a flat array of nrows*ncols."""
+    fig = blank_figure(width, height)
+    with house_style():
+        axes = fig.subplots(nrows, ncols, squeeze=False, subplot_kw=subplot_kw or None)
+    return fig, axes.ravel()
+
+
+def label(ax, xlabel: str, ylabel: str, title: str = "") -> None:
+    """Label an axes: units in brackets or '(dimensionless)', and a title that says what to notice."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, loc="left")
+
+
+def rgba_to_png(rgba: np.ndarray, *, small: bool = False) -> bytes:
+    """Encode an (H, W, 4) uint8 RGBA buffer as PNG; small=True quantizes to 128 colours for the static book."""
+    from PIL import Image
+
+    img = Image.fromarray(np.ascontiguousarray(rgba[..., :3]), "RGB")
+    buf = io.BytesIO()
+    if small:
+        img.quantize(128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+            buf, format="PNG", optimize=True)
+    else:
+        img.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def figure_png(fig: Figure, *, small: bool = False) -> bytes:
+    """Draw a whole figure and return it as PNG bytes."""
+    fig.canvas.draw()
+    return rgba_to_png(np.asarray(fig.canvas.buffer_rgba()), small=small)
