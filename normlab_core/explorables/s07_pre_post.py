@@ -5,16 +5,19 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from matplotlib.ticker import ScalarFormatter
+from matplotlib.ticker import FuncFormatter
 
 from ..explore import Choice, Explorable, Slider
-from ..residual import Affine, stack_curves
+from ..residual import Affine, run_stack, sensitivity, stack_curves
 from ..style import COLORS, label
 
 X0 = np.array([1.0, 2.0, 3.0, 4.0])  # the chapter's input
 MAX_DEPTH = 256
 SENS_LIM = (1e-12, 1e3)
 NORM_LIM = (1.0, 1e4)
+CHAPTER = {"gain": 0.5, "bias": 0.1, "final_norm": False}
+CHAPTER_DEPTHS = (1, 2, 4, 8, 16, 32)
+PLACEMENT_NAMES = {"post": "post-norm", "pre": "pre-norm"}
 
 
 @lru_cache(maxsize=64)
@@ -24,26 +27,52 @@ def curves(gain: float, bias: float, final_norm: bool) -> dict:
     return {p: stack_curves(X0, MAX_DEPTH, p, sublayer=sub, final_norm=final_norm) for p in ("pre", "post")}
 
 
+@lru_cache(maxsize=1)
+def chapter_points() -> dict:
+    """The chapter's own measurement: float32 stack, forward difference with step 1e-3, at its six depths."""
+    x32 = X0.astype(np.float32)
+    out = {}
+    for p in ("pre", "post"):
+        norms = [float(np.linalg.norm(run_stack(x32, d, p))) for d in CHAPTER_DEPTHS]
+        sens = [sensitivity(x32, d, p, method="finite_difference", h=1e-3) for d in CHAPTER_DEPTHS]
+        out[p] = (np.array(norms), np.array(sens))
+    return out
+
+
+def _log_depth_axis(ax, lim):
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.set_yscale("log")
+    ax.set_xlim(1, MAX_DEPTH)
+    ax.set_ylim(*lim)
+
+
 def _setup(fig):
     ax_s, ax_n = fig.subplots(1, 2)
     depths = np.arange(1, MAX_DEPTH + 1)
     art = {"animated": []}
-    for p, name in (("post", "post-norm"), ("pre", "pre-norm")):
+    for p in ("post", "pre"):
+        name = PLACEMENT_NAMES[p]
         (art[f"s_{p}"],) = ax_s.plot(depths, depths * 0 + 1, color=COLORS[p], label=name)
         (art[f"n_{p}"],) = ax_n.plot(depths, depths * 0 + 1, color=COLORS[p], label=name)
         (art[f"sm_{p}"],) = ax_s.plot([1], [1], "o", color=COLORS[p], ms=6)
         (art[f"nm_{p}"],) = ax_n.plot([1], [1], "o", color=COLORS[p], ms=6)
-        art["animated"] += [art[f"s_{p}"], art[f"n_{p}"], art[f"sm_{p}"], art[f"nm_{p}"]]
-    for ax, lim in ((ax_s, SENS_LIM), (ax_n, NORM_LIM)):
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.set_yscale("log")
-        ax.set_xlim(1, MAX_DEPTH)
-        ax.set_ylim(*lim)
-        ax.legend(loc="lower left")
+        # The chapter's float32 table, shown only while the sublayer and final norm match the chapter's.
+        (art[f"sc_{p}"],) = ax_s.plot([], [], "x", color=COLORS["marker"], ms=5, mew=1.2)
+        (art[f"nc_{p}"],) = ax_n.plot([], [], "x", color=COLORS["marker"], ms=5, mew=1.2)
+        art["animated"] += [art[f"s_{p}"], art[f"n_{p}"], art[f"sm_{p}"], art[f"nm_{p}"],
+                            art[f"sc_{p}"], art[f"nc_{p}"]]
+    ax_s.plot([], [], "x", color=COLORS["marker"], label="chapter's table")
+    _log_depth_axis(ax_s, SENS_LIM)
+    _log_depth_axis(ax_n, NORM_LIM)
+    ax_s.legend(loc="lower left")
+    ax_n.legend(loc="upper left")
+    ax_s.axhline(1, color="0.6", lw=0.8, ls=":")
     art["vline_s"] = ax_s.axvline(1, color="0.5", lw=0.8, ls="--")
     art["vline_n"] = ax_n.axvline(1, color="0.5", lw=0.8, ls="--")
-    art["animated"] += [art["vline_s"], art["vline_n"]]
+    art["clip_note"] = ax_s.text(0.03, 0.24, "", transform=ax_s.transAxes, ha="left", va="bottom", fontsize=7.5,
+                                 color="0.3")
+    art["animated"] += [art["vline_s"], art["vline_n"], art["clip_note"]]
     label(ax_s, "depth (layers, log scale)", "||d out / d x0[0]|| (dimensionless)",
           "Sensitivity: post-norm fades with depth")
     label(ax_n, "depth (layers, log scale)", "|out| (input units)", "Output norm: post-norm is pinned")
@@ -51,7 +80,9 @@ def _setup(fig):
 
 
 def _update(art, depth, gain, bias, final_norm):
-    data = curves(float(gain), float(bias), bool(final_norm))
+    gain, bias, final_norm = float(gain), float(bias), bool(final_norm)
+    data = curves(gain, bias, final_norm)
+    at_chapter = (gain, bias, final_norm) == (CHAPTER["gain"], CHAPTER["bias"], CHAPTER["final_norm"])
     out = {}
     for p in ("post", "pre"):
         norms, sens = data[p]
@@ -59,13 +90,100 @@ def _update(art, depth, gain, bias, final_norm):
         art[f"n_{p}"].set_ydata(np.clip(norms, *NORM_LIM))
         art[f"sm_{p}"].set_data([depth], [np.clip(sens[depth - 1], *SENS_LIM)])
         art[f"nm_{p}"].set_data([depth], [np.clip(norms[depth - 1], *NORM_LIM)])
-        out[f"{p}-norm at depth {depth}"] = f"|out| {norms[depth - 1]:.4g}, sensitivity {sens[depth - 1]:.4g}"
+        if at_chapter:
+            c_norms, c_sens = chapter_points()[p]
+            art[f"sc_{p}"].set_data(CHAPTER_DEPTHS, c_sens)
+            art[f"nc_{p}"].set_data(CHAPTER_DEPTHS, c_norms)
+        else:
+            art[f"sc_{p}"].set_data([], [])
+            art[f"nc_{p}"].set_data([], [])
+        out[f"{PLACEMENT_NAMES[p]} at depth {depth}"] = (
+            f"|out| {norms[depth - 1]:.4g}, sensitivity {sens[depth - 1]:.4g} "
+            f"({sens[depth - 1] / sens[0]:.3g} x its depth-1 value)")
     art["vline_s"].set_xdata([depth, depth])
     art["vline_n"].set_xdata([depth, depth])
     ratio = data["pre"][1][depth - 1] / data["post"][1][depth - 1]
     out["pre / post sensitivity"] = f"{ratio:.4g}"
-    if min(data["post"][1].min(), data["pre"][1].min()) < SENS_LIM[0]:
-        out["note"] = f"values below {SENS_LIM[0]:g} are drawn at the bottom edge; the readouts are exact"
+    below = [f"{PLACEMENT_NAMES[p]} from depth {int(np.argmax(data[p][1] < SENS_LIM[0])) + 1}"
+             for p in ("post", "pre") if data[p][1].min() < SENS_LIM[0]]
+    art["clip_note"].set_text(("below 1e-12, drawn on the bottom edge:\n" + "; ".join(below)) if below else "")
+    if at_chapter:
+        out["chapter's table"] = "x marks: its float32 forward differences (depths 1 to 32)"
+    if gain == 0:
+        out["gain 0"] = ("the sublayer ignores its input: a pre-norm layer only adds the bias, so without a final "
+                         "norm its sensitivity is exactly 1 at every depth")
+    if final_norm:
+        out["final norm"] = ("one RMSNorm after the stack pins |out| near sqrt(4) = 2 for both placements and divides "
+                             "the pre-norm sensitivity by the size the stream has grown to")
+    return out
+
+
+# -- the chapter's measurement method: forward differences in float32 or float64 ----------------------------
+FD_H_LO, FD_H_HI = 1e-7, 1e-1
+ERR_LIM = (1e-12, 10.0)
+
+
+@lru_cache(maxsize=256)
+def fd_curves(h: float, dtype: str) -> dict:
+    """{placement: forward-difference sensitivity at depths 1..MAX_DEPTH} with step h in dtype.
+
+    Two copies of the stack (x0 and x0 nudged by h in component 0) are advanced one layer at a time with
+    run_stack, so a single pass yields every depth.
+    """
+    x = X0.astype(dtype)
+    step = x.dtype.type(h)
+    nudged = x.copy()
+    nudged[0] += step
+    taken = float(nudged[0] - x[0])   # the step actually taken once x0 + h is rounded to dtype
+    out = {}
+    for p in ("pre", "post"):
+        a, b = x.copy(), nudged.copy()
+        sens = np.empty(MAX_DEPTH)
+        for d in range(MAX_DEPTH):
+            a, b = run_stack(a, 1, p), run_stack(b, 1, p)
+            diff = (b - a) / step
+            sens[d] = float(np.sqrt(np.sum(diff * diff)))
+        out[p] = sens
+    out["taken"] = taken
+    return out
+
+
+def _fd_setup(fig):
+    ax = fig.subplots(1, 1)
+    depths = np.arange(1, MAX_DEPTH + 1)
+    art = {"animated": []}
+    for p in ("post", "pre"):
+        (art[p],) = ax.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=PLACEMENT_NAMES[p])
+        art["animated"].append(art[p])
+    _log_depth_axis(ax, ERR_LIM)
+    ax.axvline(32, color="0.6", lw=0.8, ls=":")
+    ax.text(33, 2e-12, "the chapter's table\nstops at depth 32", fontsize=7.5, color="0.35", va="bottom")
+    ax.legend(loc="upper left")
+    label(ax, "depth (layers, log scale)", "relative error (dimensionless)",
+          "|forward difference - exact| / exact: how many digits of the measurement are real")
+    return art
+
+
+def _fd_update(art, h, dtype):
+    data = fd_curves(float(h), dtype)
+    out = {}
+    for p in ("post", "pre"):
+        exact = curves(CHAPTER["gain"], CHAPTER["bias"], False)[p][1]
+        rel = np.abs(data[p] - exact) / exact
+        art[p].set_ydata(np.clip(rel, *ERR_LIM))
+        out[f"{PLACEMENT_NAMES[p]} at depth 32"] = (
+            f"measured {data[p][31]:.5f}, exact {exact[31]:.5f}, relative error {rel[31]:.1e}")
+    zero = [f"{PLACEMENT_NAMES[p]} from depth {int(np.argmax(data[p] == 0)) + 1}"
+            for p in ("post", "pre") if np.any(data[p] == 0)]
+    if zero:
+        out["measured exactly 0"] = ("; ".join(zero) + f": the true change (sensitivity times h) is below the "
+                                     f"spacing of {dtype} numbers at the output, so both runs round to the same "
+                                     "output (drawn as relative error 1)")
+    if data["taken"] == 0:
+        out["what happens"] = f"1 + h rounds to 1 in {dtype}: the nudge vanishes and the difference is 0/h = 0"
+    elif abs(data["taken"] - h) > 1e-3 * h:
+        out["what happens"] = (f"1 + h is not representable in {dtype}: the step actually taken is "
+                               f"{data['taken']:.3e}, yet the difference is divided by h")
     return out
 
 
@@ -89,5 +207,19 @@ def entries() -> list:
                 f"final norm {'on' if final_norm else 'off'}. Left: sensitivity of the output to the first "
                 "input component for post-norm and pre-norm. Right: output norm. A dashed line marks depth "
                 f"{depth}."),
-        )
+        ),
+        Explorable(
+            "pre_post_fd_error",
+            {
+                "h": Slider(FD_H_LO, FD_H_HI, 1e-3, scale="log", label="forward-difference step h", steps=13),
+                "dtype": Choice(["float32", "float64"], "float32", label="arithmetic"),
+            },
+            _fd_setup,
+            _fd_update,
+            title="The chapter's measurement: forward differences in float32 against the exact sensitivity",
+            alt=lambda h, dtype: (
+                f"Log-log plot against depth 1 to {MAX_DEPTH} of the relative error of the forward-difference "
+                f"sensitivity with step h = {h:.0e} in {dtype}, for post-norm and pre-norm, against the exact "
+                "derivative."),
+        ),
     ]
