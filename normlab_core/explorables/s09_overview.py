@@ -85,6 +85,8 @@ def _setup(fig):
     ax_s.set_ylim(*SENS_LIM)
     ax_s.legend(loc="lower left")
     art["text_s"] = ax_s.text(0.98, 0.96, "", transform=ax_s.transAxes, ha="right", va="top", fontsize=8)
+    ax_s.text(0.98, 0.89, "stack input x0 = [1, 2, 3, 4]", transform=ax_s.transAxes, ha="right", va="top",
+              fontsize=8, color="0.35")
     label(ax_s, "depth (layers, log scale)", "||d out / d x0[0]|| (dimensionless)",
           "Sensitivity to x0[0] against depth")
     art["animated"] += [art["other"], art["out"], art["text_o"], art["vline"], art["text_s"]]
@@ -101,8 +103,7 @@ def _update(art, norm, placement, offset, depth):
     art["out"].set_color(COLORS[norm])
     art["other"].set_ydata(y_other)
     spread, spread_other = float(np.ptp(y)), float(np.ptp(y_other))
-    art["text_o"].set_text(f"solid: {name}, from {y.min():+.3f} to {y.max():+.3f}\n"
-                           f"dashed: {other_name}, from {y_other.min():+.3f} to {y_other.max():+.3f}")
+    art["text_o"].set_text(f"solid: {name}, {y.min():+.3f} to {y.max():+.3f}\ndashed: {other_name}")
 
     data = depth_curves(norm)
     for p in ("post", "pre"):
@@ -116,8 +117,7 @@ def _update(art, norm, placement, offset, depth):
     art["vline"].set_xdata([depth, depth])
     norms, sens = data[placement]
     kept = sens[depth - 1] / sens[0]
-    art["text_s"].set_text(f"stack input x0 = [1, 2, 3, 4]\n{name}, {placement}-norm, depth {depth}:\n"
-                           f"sensitivity {sens[depth - 1]:.4g} ({kept:.1%} of depth 1)")
+    art["text_s"].set_text(f"{placement}-norm, depth {depth}: {sens[depth - 1]:.3g} ({kept:.0%} of depth 1)")
 
     out = {
         "input x": "[" + ", ".join(f"{v:g}" for v in x) + f"]  (mean {x.mean():g})",
