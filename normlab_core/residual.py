@@ -7,10 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import as_float_array, check_choice, check_eps, check_positive_int
-from .norms import rms_norm_stats
+from .norms import layer_norm_stats, rms_norm_stats
 
 PLACEMENTS = ("pre", "post", "none")
 METHODS = ("exact", "finite_difference")
+NORMS = ("rms", "layer")
 
 
 @dataclass(frozen=True)
@@ -28,41 +29,48 @@ class Affine:
         return self.gain * dv
 
 
-def _norm(h: np.ndarray, eps: float) -> np.ndarray:
-    """RMSNorm over the last axis with no gamma, summing squares in h's own dtype (listing 124 does)."""
+def _norm(h: np.ndarray, eps: float, norm: str = "rms") -> np.ndarray:
+    """RMSNorm (or LayerNorm) over the last axis with no gamma; RMSNorm sums squares in h's dtype (listing 124)."""
+    if norm == "layer":
+        return layer_norm_stats(h, eps)[0]
     return rms_norm_stats(h, eps, sum_dtype=h.dtype)[0]
 
 
-def _norm_jvp(h: np.ndarray, dh: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """RMSNorm of h (..., D) and its directional derivative along dh: (y, dy)."""
+def _norm_jvp(h: np.ndarray, dh: np.ndarray, eps: float, norm: str = "rms") -> tuple[np.ndarray, np.ndarray]:
+    """The norm of h (..., D) and its directional derivative along dh: (y, dy), float64 on the exact path."""
+    if norm == "layer":
+        y, std_inv = layer_norm_stats(h, eps)
+        c = dh - np.mean(dh, axis=-1, keepdims=True)
+        return y, std_inv * (c - y * np.mean(y * c, axis=-1, keepdims=True))
     y, rms = rms_norm_stats(h, eps)
-    d_rms = np.mean(y * dh, axis=-1, keepdims=True)  # float64 throughout: the exact path
+    d_rms = np.mean(y * dh, axis=-1, keepdims=True)
     return y, (dh - y * d_rms) / rms
 
 
-def _layer(h, placement, sublayer, eps):
+def _layer(h, placement, sublayer, eps, norm="rms"):
     """One residual layer: pre is h + F(norm(h)), post is norm(h + F(h)), none is h + F(h)."""
     if placement == "pre":
-        return h + sublayer(_norm(h, eps))
+        return h + sublayer(_norm(h, eps, norm))
     if placement == "post":
-        return _norm(h + sublayer(h), eps)
+        return _norm(h + sublayer(h), eps, norm)
     return h + sublayer(h)
 
 
-def _layer_jvp(h, dh, placement, sublayer, eps):
+def _layer_jvp(h, dh, placement, sublayer, eps, norm="rms"):
     """One residual layer and its directional derivative: (h_next, dh_next)."""
     if placement == "pre":
-        n, dn = _norm_jvp(h, dh, eps)
+        n, dn = _norm_jvp(h, dh, eps, norm)
         return h + sublayer(n), dh + sublayer.jvp(n, dn)
     if placement == "post":
-        return _norm_jvp(h + sublayer(h), dh + sublayer.jvp(h, dh), eps)
+        return _norm_jvp(h + sublayer(h), dh + sublayer.jvp(h, dh), eps, norm)
     return h + sublayer(h), dh + sublayer.jvp(h, dh)
 
 
-def _options(depth, placement, eps, sublayer):
+def _options(depth, placement, eps, sublayer, norm="rms"):
     """Validate the shared options of the stack functions."""
     check_positive_int(depth, "depth")
     check_choice(placement, "placement", PLACEMENTS)
+    check_choice(norm, "norm", NORMS)
     eps = check_eps(eps)
     if sublayer is None:
         sublayer = Affine()
@@ -72,13 +80,13 @@ def _options(depth, placement, eps, sublayer):
 
 
 def run_stack(x0, depth: int, placement: str, *, eps: float = 1e-6, sublayer=None,
-              final_norm: bool = False) -> np.ndarray:
-    """Output (..., D) of `depth` residual layers applied to x0 (..., D), in x0's dtype."""
+              final_norm: bool = False, norm: str = "rms") -> np.ndarray:
+    """Output (..., D) of `depth` residual layers applied to x0 (..., D), in x0's dtype; norm "rms" or "layer"."""
     h = as_float_array(x0, "x0")
-    eps, sublayer = _options(depth, placement, eps, sublayer)
+    eps, sublayer = _options(depth, placement, eps, sublayer, norm)
     for _ in range(depth):
-        h = _layer(h, placement, sublayer, eps)
-    return _norm(h, eps) if final_norm else h
+        h = _layer(h, placement, sublayer, eps, norm)
+    return _norm(h, eps, norm) if final_norm else h
 
 
 def _seed(x0: np.ndarray, component: int) -> np.ndarray:
@@ -94,44 +102,45 @@ def _seed(x0: np.ndarray, component: int) -> np.ndarray:
 
 
 def stack_curves(x0, max_depth: int, placement: str, *, component: int = 0, eps: float = 1e-6,
-                 sublayer=None, final_norm: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 sublayer=None, final_norm: bool = False, norm: str = "rms") -> tuple[np.ndarray, np.ndarray]:
     """(|out|, exact ||d out / d x0[component]||) at depths 1..max_depth, each (max_depth,), one float64 pass."""
     x0 = as_float_array(x0, "x0")
-    eps, sublayer = _options(max_depth, placement, eps, sublayer)
+    eps, sublayer = _options(max_depth, placement, eps, sublayer, norm)
     if not hasattr(sublayer, "jvp"):
         raise TypeError("the exact method needs a sublayer with a .jvp(v, dv) method, such as Affine")
     dh = _seed(x0, component)
     h = x0.astype(np.float64)
     norms, sens = np.empty(max_depth), np.empty(max_depth)
     for d in range(max_depth):
-        h, dh = _layer_jvp(h, dh, placement, sublayer, eps)
-        out, tangent = _norm_jvp(h, dh, eps) if final_norm else (h, dh)
+        h, dh = _layer_jvp(h, dh, placement, sublayer, eps, norm)
+        out, tangent = _norm_jvp(h, dh, eps, norm) if final_norm else (h, dh)
         norms[d] = np.sqrt(np.sum(out * out))
         sens[d] = np.sqrt(np.sum(tangent * tangent))
     return norms, sens
 
 
 def sensitivity_curve(x0, max_depth: int, placement: str, *, component: int = 0, eps: float = 1e-6,
-                      sublayer=None, final_norm: bool = False) -> np.ndarray:
+                      sublayer=None, final_norm: bool = False, norm: str = "rms") -> np.ndarray:
     """Exact ||d out / d x0[component]|| (float64) at depths 1..max_depth, shape (max_depth,), one pass."""
     return stack_curves(x0, max_depth, placement, component=component, eps=eps, sublayer=sublayer,
-                        final_norm=final_norm)[1]
+                        final_norm=final_norm, norm=norm)[1]
 
 
 def sensitivity(x0, depth: int, placement: str, *, method: str = "exact", component: int = 0,
-                h: float = 1e-3, eps: float = 1e-6, final_norm: bool = False, sublayer=None) -> float:
+                h: float = 1e-3, eps: float = 1e-6, final_norm: bool = False, sublayer=None,
+                norm: str = "rms") -> float:
     """||d out / d x0[component]|| for a stack of `depth` layers; x0 has shape (D,)."""
     check_choice(method, "method", METHODS)
     x0 = as_float_array(x0, "x0")
     if method == "exact":
         return float(sensitivity_curve(x0, depth, placement, component=component, eps=eps,
-                                       sublayer=sublayer, final_norm=final_norm)[-1])
+                                       sublayer=sublayer, final_norm=final_norm, norm=norm)[-1])
     if isinstance(h, bool) or not isinstance(h, (int, float, np.floating)) or not (np.isfinite(h) and h > 0):
         raise ValueError(f"h must be a finite number > 0, got {h!r}")
     _seed(x0, component)
     step = x0.dtype.type(h)
     nudged = x0.copy()
     nudged[component] += step
-    options = dict(eps=eps, sublayer=sublayer, final_norm=final_norm)
+    options = dict(eps=eps, sublayer=sublayer, final_norm=final_norm, norm=norm)
     diff = (run_stack(nudged, depth, placement, **options) - run_stack(x0, depth, placement, **options)) / step
     return float(np.sqrt(np.sum(diff * diff)))
