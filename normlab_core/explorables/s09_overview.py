@@ -8,7 +8,7 @@ import numpy as np
 
 from ..explore import Choice, Explorable, Slider
 from ..norms import layer_norm, rms_norm
-from ..residual import Affine, stack_curves
+from ..residual import stack_curves
 from ..style import COLORS, label
 
 SHAPE = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])  # section 23.6's zero-centred vector; offset 10 gives [8..12]
@@ -20,41 +20,11 @@ SENS_LIM = (1e-3, 1e2)
 NORMS = {"layer_norm": ("LayerNorm", layer_norm), "rms_norm": ("RMSNorm", rms_norm)}
 
 
-def norm_stack_curves(norm, placement: str, x0=X0, max_depth: int = MAX_DEPTH, h: float = 1e-6,
-                      sublayer=None) -> tuple[np.ndarray, np.ndarray]:
-    """(|out|, ||d out / d x0[0]||) at depths 1..max_depth for a residual stack whose norm is `norm`.
-
-    The library's residual stack always uses RMSNorm; this swaps in any norm v -> norm(v) (for example
-    LayerNorm) and measures the sensitivity by float64 central differences with step h, so it can be
-    checked against the exact `stack_curves` when `norm` is RMSNorm.
-    """
-    sub = Affine() if sublayer is None else sublayer
-    x0 = np.asarray(x0, dtype=np.float64)
-    nudge = np.zeros_like(x0)
-    nudge[0] = h
-    states = [x0, x0 + nudge, x0 - nudge]
-    norms, sens = np.empty(max_depth), np.empty(max_depth)
-    for d in range(max_depth):
-        if placement == "pre":
-            states = [s + sub(norm(s)) for s in states]
-        else:
-            states = [norm(s + sub(s)) for s in states]
-        norms[d] = np.linalg.norm(states[0])
-        sens[d] = np.linalg.norm((states[1] - states[2]) / (2 * h))
-    return norms, sens
-
-
 @lru_cache(maxsize=8)
 def depth_curves(norm: str) -> dict:
-    """{placement: (|out|, sensitivity)} at depths 1..MAX_DEPTH for the chosen norm, float64, cached.
-
-    RMSNorm is the chapter's stack, computed exactly by `stack_curves`; LayerNorm uses the same stack
-    with LayerNorm (eps 1e-6) swapped in, measured by central differences.
-    """
-    if norm == "rms_norm":
-        return {p: stack_curves(X0, MAX_DEPTH, p, eps=STACK_EPS) for p in ("pre", "post")}
-    fn = lambda v: layer_norm(v, eps=STACK_EPS)  # noqa: E731
-    return {p: norm_stack_curves(fn, p) for p in ("pre", "post")}
+    """{placement: (|out|, sensitivity)} at depths 1..MAX_DEPTH for the chosen norm, exact float64, cached."""
+    kind = "layer" if norm == "layer_norm" else "rms"
+    return {p: stack_curves(X0, MAX_DEPTH, p, eps=STACK_EPS, norm=kind) for p in ("pre", "post")}
 
 
 def _setup(fig):
