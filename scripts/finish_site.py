@@ -1,0 +1,244 @@
+"""Make the built site self-contained, then check it.
+
+Two faces:
+
+* A Sphinx extension (listed under `sphinx.local_extensions` in _config.yml): when the HTML build
+  finishes it copies the parts of MathJax 2.7 that the site uses from the installed
+  `jupyter-server-mathjax` package into `_build/html/_static/mathjax/`, where `mathjax_path`
+  points. Nothing is vendored in the repository and nothing is fetched from a CDN.
+* A script, run by `make book` after the build: `python scripts/finish_site.py [_build/html]`.
+  It copies MathJax again if it is missing and checks every page: no <script>, <link>, <img>,
+  <iframe>, <source> or <embed> loads anything from another host; every <img> has real alt text;
+  each page with its images and slider frames stays under 3 MB (theme and MathJax files under
+  _static are shared by all pages and not counted). It exits 1 and lists
+  the problems when a check fails.
+
+Plain <a href> links to other sites are allowed (launch buttons, references).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+PAGE_LIMIT = 3 * 1024 * 1024  # bytes per page, including what it loads
+MATHJAX_DIR = "_static/mathjax"
+
+# What MathJax 2.7 loads for config=TeX-AMS-MML_HTMLorMML-full with the HTML-CSS output and
+# STIX-Web web fonts (the only fonts the package ships). The accessibility extensions (3.7 MB)
+# and the translations are left out: English is built in, and a11y loads only from the menu.
+MATHJAX_PARTS = [
+    "MathJax.js",
+    "LICENSE",
+    "config/TeX-AMS-MML_HTMLorMML-full.js",
+    "extensions/*.js",
+    "extensions/TeX",
+    "extensions/HTML-CSS",
+    "extensions/MathML",
+    "extensions/a11y/accessibility-menu.js",
+    "jax/input/TeX",
+    "jax/element",
+    "jax/output/HTML-CSS",
+    "fonts/HTML-CSS/STIX-Web/woff",
+]
+
+
+def mathjax_source() -> Path:
+    """The MathJax 2 tree inside the installed jupyter-server-mathjax package."""
+    import jupyter_server_mathjax
+
+    root = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
+    if not (root / "MathJax.js").is_file():
+        raise FileNotFoundError(f"MathJax.js not found under {root}; is jupyter-server-mathjax installed?")
+    return root
+
+
+def copy_mathjax(site: Path) -> Path:
+    """Copy the MathJax parts the site needs into site/_static/mathjax (replacing an older copy)."""
+    src, dest = mathjax_source(), Path(site) / MATHJAX_DIR
+    if dest.exists():
+        shutil.rmtree(dest)
+    for part in MATHJAX_PARTS:
+        matches = sorted(src.glob(part)) if "*" in part else [src / part]
+        for path in matches:
+            target = dest / path.relative_to(src)
+            if path.is_dir():
+                shutil.copytree(path, target)
+            elif path.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+            else:
+                raise FileNotFoundError(f"MathJax part {part!r} is missing from {src}")
+    return dest
+
+
+# -- the Sphinx extension ---------------------------------------------------------------------
+def _on_build_finished(app, exception) -> None:
+    if exception is None and app.builder.format == "html":
+        copy_mathjax(Path(app.outdir))
+
+
+def _is_thebe_asset(asset) -> bool:
+    text = f"{getattr(asset, 'filename', asset) or ''} {getattr(asset, 'attributes', {}).get('body', '')}"
+    return "thebe" in text.lower()
+
+
+def _drop_thebe_assets(app, pagename, templatename, context, doctree) -> None:
+    """sphinx_thebe (always loaded by jupyter-book) adds its script, stylesheet and a CDN URL to
+    every page even with thebe off; the book has no thebe, so leave them out."""
+    for key in ("script_files", "css_files"):
+        if key in context:
+            context[key] = [a for a in context[key] if not _is_thebe_asset(a)]
+
+
+def _drop_thebe_nodes(app, doctree, docname) -> None:
+    """Remove the <script type="text/x-thebe-config"> and kernelName nodes sphinx_thebe appends."""
+    from docutils import nodes
+
+    for node in list(doctree.findall(nodes.raw)):
+        if "x-thebe-config" in node.astext() or "kernelName =" in node.astext():
+            node.parent.remove(node)
+
+
+# A tiny inline icon: without any <link rel="icon"> the browser asks for /favicon.ico, which a
+# static host may not have (a 404 on every page).
+FAVICON = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
+           "%3Crect width='16' height='16' rx='3' fill='%232a6f97'/%3E"
+           "%3Cpath d='M4 12V4l8 8V4' stroke='white' stroke-width='2' fill='none'/%3E%3C/svg%3E")
+
+
+# The static sliders' controls sit on one line; give each label room (inline, so that no file
+# under a _static/ folder of the repository is needed).
+EXPLORABLE_CSS = """<style>
+.normlab-explorable .nl-control { display: inline-block; margin: 0 1.5em 0.4em 0; white-space: nowrap; }
+.normlab-explorable .nl-control output { display: inline-block; min-width: 3.5em; margin-left: 0.3em; }
+.normlab-explorable input[type=range] { vertical-align: middle; }
+</style>"""
+
+
+def _add_head(app, pagename, templatename, context, doctree) -> None:
+    if not context.get("favicon_url"):
+        context["favicon_url"] = FAVICON
+    context["metatags"] = context.get("metatags", "") + "\n" + EXPLORABLE_CSS
+
+
+def setup(app):
+    app.connect("html-page-context", _add_head)
+    app.connect("build-finished", _on_build_finished)
+    app.connect("html-page-context", _drop_thebe_assets, priority=900)
+    app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+# -- the checks -------------------------------------------------------------------------------
+RESOURCE_ATTRS = {"script": ["src"], "link": ["href"], "img": ["src"], "iframe": ["src"],
+                  "source": ["src", "srcset"], "embed": ["src"], "video": ["src", "poster"],
+                  "audio": ["src"], "object": ["data"]}
+
+
+class _PageScan(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.resources: list[tuple[str, str]] = []  # (tag, url)
+        self.images: list[tuple[str, str | None]] = []  # (src, alt)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for name in RESOURCE_ATTRS.get(tag, []):
+            if a.get(name):
+                # <link rel="canonical"/"prev"/"next"> etc. are navigation, not loads; keep only loads
+                if tag == "link" and not _is_loaded_link(a):
+                    continue
+                self.resources.append((tag, a[name]))
+        if tag == "img":
+            self.images.append((a.get("src") or "", a.get("alt")))
+
+
+def _is_loaded_link(attrs: dict) -> bool:
+    rel = (attrs.get("rel") or "").lower().split()
+    return bool({"stylesheet", "preload", "icon", "shortcut", "modulepreload", "prefetch",
+                 "manifest", "apple-touch-icon", "mask-icon"} & set(rel))
+
+
+def _is_external(url: str) -> bool:
+    parts = urlsplit(url.strip())
+    return bool(parts.netloc) or parts.scheme not in ("", "data", "blob")
+
+
+def _local_size(page: Path, url: str, site: Path) -> int:
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or not parts.path:
+        return len(url) if parts.scheme == "data" else 0  # data: URIs are already in the HTML
+    target = (page.parent / unquote(parts.path)).resolve()
+    try:
+        target.relative_to(site.resolve())
+    except ValueError:
+        return 0
+    return target.stat().st_size if target.is_file() else 0
+
+
+def _is_shared(page: Path, url: str, site: Path) -> bool:
+    """Theme and MathJax files under _static are shared by every page (and cached); the 3 MB
+    budget is for the page itself: its HTML with the images and slider frames it carries."""
+    target = (page.parent / unquote(urlsplit(url).path)).resolve()
+    try:
+        return target.relative_to(site.resolve()).parts[0] == "_static"
+    except (ValueError, IndexError):
+        return False
+
+
+def check_site(site: Path) -> list[str]:
+    """Problems found in the built site (an empty list when everything passes)."""
+    site = Path(site)
+    problems = []
+    pages = sorted(p for p in site.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts)
+    if not pages:
+        return [f"no HTML pages under {site}; run `make book` first"]
+    if not (site / MATHJAX_DIR / "MathJax.js").is_file():
+        problems.append(f"{MATHJAX_DIR}/MathJax.js is missing from the site")
+    for page in pages:
+        rel = page.relative_to(site)
+        text = page.read_text(encoding="utf-8")
+        scan = _PageScan()
+        scan.feed(text)
+        size = len(text.encode("utf-8"))
+        for tag, url in scan.resources:
+            if _is_external(url):
+                problems.append(f"{rel}: <{tag}> loads from another host: {url[:120]}")
+            elif not url.startswith("data:") and not _is_shared(page, url, site):
+                size += _local_size(page, url, site)
+        for src, alt in scan.images:
+            shown = src[:60] + ("..." if len(src) > 60 else "")
+            if alt is None or not alt.strip():
+                problems.append(f"{rel}: <img src={shown!r}> has no alt text")
+            elif alt.strip() == src.strip() or alt.strip().endswith((".png", ".svg", ".jpg", ".jpeg", ".gif")):
+                problems.append(f"{rel}: <img src={shown!r}> has a file name as alt text ({alt[:60]!r})")
+        if size > PAGE_LIMIT:
+            problems.append(f"{rel}: {size / 2**20:.2f} MB with its images and slider frames "
+                            f"(limit {PAGE_LIMIT / 2**20:.0f} MB)")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    site = Path(argv[1] if len(argv) > 1 else "_build/html")
+    if not site.is_dir():
+        print(f"{site} does not exist; run `make book` first", file=sys.stderr)
+        return 1
+    if not (site / MATHJAX_DIR / "MathJax.js").is_file():
+        copy_mathjax(site)
+    problems = check_site(site)
+    for p in problems:
+        print("finish_site:", p, file=sys.stderr)
+    pages = [p for p in site.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts]
+    if problems:
+        print(f"finish_site: {len(problems)} problem(s) in {site}", file=sys.stderr)
+        return 1
+    print(f"finish_site: {len(pages)} pages checked: self-contained, alt text present, each under 3 MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

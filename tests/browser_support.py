@@ -1,0 +1,101 @@
+"""Helpers for the browser tests: where the site is, which pages it has, a local HTTP server and
+a Chromium launcher that skips (or fails, when NORMLAB_REQUIRE_BROWSER=1) without a browser."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-gpu"]
+PAGE_LIMIT = 3 * 1024 * 1024  # bytes: a page's HTML plus the images and frames it loads
+
+
+def toc_pages() -> list[str]:
+    """Every page of _toc.yml in reading order, as paths without suffix (e.g. 'notebooks/04_layer_norm')."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("chapters"))
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return [str(Path(p).with_suffix("")) for p in pages]
+
+
+def require_site() -> Path:
+    """The built site; a clear failure when it has not been built."""
+    import pytest
+
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"{SITE} has no index.html: run `make book` first (the browser tests read the built site)",
+                    pytrace=False)
+    return SITE
+
+
+def chromium_or_skip() -> str:
+    """Path of Debian's chromium; skip without it, or fail when NORMLAB_REQUIRE_BROWSER=1."""
+    import pytest
+
+    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
+        return str(CHROMIUM)
+    msg = f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium) to run the browser tests"
+    if os.environ.get("NORMLAB_REQUIRE_BROWSER") == "1":
+        pytest.fail(msg + " (NORMLAB_REQUIRE_BROWSER=1, so a missing browser is a failure)", pytrace=False)
+    pytest.skip(msg)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
+        pass
+
+
+class SiteServer:
+    """Serves a directory over http://127.0.0.1:<free port>/ from a daemon thread."""
+
+    def __init__(self, directory: Path):
+        handler = functools.partial(_QuietHandler, directory=str(directory))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        host, port = self.httpd.server_address[:2]
+        self.base = f"http://{host}:{port}/"
+        self.netloc = f"{host}:{port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def is_local(self, url: str) -> bool:
+        parts = urlsplit(url)
+        return parts.scheme in ("data", "blob", "about") or (parts.scheme == "http" and parts.netloc == self.netloc)
+
+    def local_file(self, url: str, site: Path) -> Path | None:
+        """The file a local URL is served from (None for data:/about: URLs)."""
+        parts = urlsplit(url)
+        if parts.scheme != "http":
+            return None
+        path = site / parts.path.lstrip("/")
+        if path.is_dir():
+            path = path / "index.html"
+        return path if path.is_file() else None
