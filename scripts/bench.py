@@ -1,0 +1,362 @@
+"""`make bench`: slider latency, burst coalescing, the exact sensitivity curve and LayerNorm/RMSNorm throughput.
+
+Writes _build/bench/results.json and prints a table. Every figure is a median over repeats taken in this run
+(the machine may be shared, so the baselines are measured in the same run, interleaved where it matters).
+Nothing here is asserted: the goals are reported as met or missed, with the reason where one is known.
+
+    MPLBACKEND=Agg .venv/bin/python -m scripts.bench [--only NAME ...] [--skip-fd] [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+GOALS = {
+    "update_ms": 25.0,        # warm frame() median per explorable
+    "speedup_vs_naive": 3.0,  # naive median / warm median
+    "burst_ms": 100.0,        # 50 value changes -> last value shown
+    "exact_curve_ms": 10.0,   # sensitivity_curve to depth 1024
+    "layer_norm_vs_memcpy": 0.2,
+}
+OUT = Path("_build/bench/results.json")
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1e3, 3)
+
+
+def _timed(fn, *args, **kw) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = fn(*args, **kw)
+    return time.perf_counter() - t0, out
+
+
+# -- slider latency --------------------------------------------------------------------------------------
+
+def sweep_values(exp) -> list[dict]:
+    """Each control across its positions(), the others at their defaults (the default frame once)."""
+    defaults = exp.defaults()
+    sweep, seen = [], set()
+    for name, control in exp.controls.items():
+        for v in control.positions():
+            values = {**defaults, name: v}
+            key = tuple(sorted((k, repr(x)) for k, x in values.items()))
+            if key not in seen:
+                seen.add(key)
+                sweep.append(values)
+    return sweep
+
+
+def naive_frame(exp, values: dict) -> bytes:
+    """What a plain `interact` callback does: a new figure from scratch, a full draw and a PNG, per change."""
+    from normlab_core.style import blank_figure, house_style, rgba_to_png
+
+    fig = blank_figure(*exp.size)
+    with warnings.catch_warnings(), house_style():
+        warnings.simplefilter("ignore")
+        art = exp._setup(fig)
+        exp._update(art, **values)
+    fig.canvas.draw()
+    return rgba_to_png(np.asarray(fig.canvas.buffer_rgba()))
+
+
+def bench_explorable(exp, naive_max: int) -> dict:
+    """Warm frame() times over the sweep (first visit of each value, caches included), with a breakdown,
+    and the naive way on up to `naive_max` of the same values (spread over the sweep)."""
+    from normlab_core import explore
+
+    values = sweep_values(exp)
+    exp.frame()  # build the figure and its background once: every timed frame below is a warm update
+    update_s, png_s = [], []
+    real_update, real_png = exp._update, explore.rgba_to_png
+
+    def timed_update(*a, **k):
+        t, out = _timed(real_update, *a, **k)
+        update_s.append(t)
+        return out
+
+    def timed_png(*a, **k):
+        t, out = _timed(real_png, *a, **k)
+        png_s.append(t)
+        return out
+
+    frame_s, draw_s, redraws, slowest = [], [], 0, (0.0, None)
+    exp._update, explore.rgba_to_png = timed_update, timed_png
+    try:
+        for v in values:
+            background, n_update, n_png = exp._background, len(update_s), len(png_s)
+            t, _ = _timed(exp.frame, **v)
+            frame_s.append(t)
+            # what is left of the frame after update() and the PNG: restoring the background and drawing
+            # the animated artists, or a full canvas draw when the limits changed
+            draw_s.append(t - sum(update_s[n_update:]) - sum(png_s[n_png:]))
+            redraws += (not exp.blit) or exp._background is not background
+            if t > slowest[0]:
+                slowest = (t, v)
+    finally:
+        exp._update, explore.rgba_to_png = real_update, real_png
+    # a second pass over the same values: the expensive curves are now in the lru caches
+    cached_s = [_timed(exp.frame, **v)[0] for v in values]
+    step = max(1, len(values) // naive_max)
+    naive_values = values[::step][:naive_max]
+    naive_frame(exp, naive_values[0])  # warm-up (imports, font cache)
+    naive_s = [_timed(naive_frame, exp, v)[0] for v in naive_values]
+    row = {
+        "update_ms_median": _ms(statistics.median(frame_s)),
+        "naive_ms_median": _ms(statistics.median(naive_s)),
+        "update_ms_median_cached": _ms(statistics.median(cached_s)),
+        "update_ms_max": _ms(max(frame_s)),
+        "frames": len(frame_s),
+        "naive_frames": len(naive_s),
+        "full_redraws": int(redraws),
+        "compute_ms_median": _ms(statistics.median(update_s)) if update_s else None,
+        "compute_ms_max": _ms(max(update_s)) if update_s else None,
+        "png_ms_median": _ms(statistics.median(png_s)) if png_s else None,
+        "draw_ms_median": _ms(statistics.median(draw_s)),
+        "slowest_values": {k: (v if isinstance(v, (bool, int, float, str)) else repr(v))
+                           for k, v in (slowest[1] or {}).items()},
+    }
+    row["speedup"] = round(row["naive_ms_median"] / row["update_ms_median"], 2)
+    row["meets_goal"] = (row["update_ms_median"] <= GOALS["update_ms"]
+                         and row["speedup"] >= GOALS["speedup_vs_naive"])
+    row["why"] = _why(exp, row)
+    return row
+
+
+def _why(exp, row: dict) -> str:
+    """A short reason where a goal is missed (from the breakdown measured above)."""
+    if row["meets_goal"]:
+        return ""
+    reasons = []
+    if not exp.blit:
+        reasons.append("blit=False: every frame is a full canvas draw")
+    elif row["full_redraws"] > row["frames"] // 3:
+        reasons.append(f"{row['full_redraws']}/{row['frames']} frames changed axis limits or scales "
+                       "-> full redraw")
+    parts = {"update() computation": row["compute_ms_median"], "PNG encoding": row["png_ms_median"],
+             "drawing (blit or full draw)": row["draw_ms_median"]}
+    share = ", ".join(f"{k} {v:.1f} ms" for k, v in parts.items() if v is not None)
+    reasons.append(f"median split: {share}")
+    if row["compute_ms_max"] is not None and row["compute_ms_max"] > 2 * GOALS["update_ms"]:
+        reasons.append(f"first visits of some values compute for up to {row['compute_ms_max']:.0f} ms "
+                       "(cached afterwards)")
+    return "; ".join(reasons)
+
+
+# -- burst ------------------------------------------------------------------------------------------------
+
+def burst_values(widget, control, n: int, start) -> list:
+    """n values the widget accepts, consecutive ones different, the last different from `start`."""
+    options = getattr(widget, "options", None)
+    if options and not isinstance(options[0], tuple):
+        stops = list(options)
+    elif options:
+        stops = [o[1] for o in options]
+    else:
+        stops = control.positions()
+    stops = [s for s in stops if s != start] + [start]
+    seq = [stops[i % len(stops)] for i in range(n - 1)]
+    last = next(s for s in stops if s != start and s != seq[-1])
+    return seq + [last]
+
+
+def bench_burst(exp, n: int = 50) -> dict:
+    """Set the first slider's widget n times as fast as possible; time until the image shows the last value."""
+    from normlab_core.controls import Slider
+
+    live = exp.live()
+    name = next((k for k, c in exp.controls.items() if isinstance(c, Slider)), next(iter(exp.controls)))
+    widget = live.controls[name]
+    seq = burst_values(widget, exp.controls[name], n, widget.value)
+    live.wait()
+    draws_before = live.draws
+    t0 = time.perf_counter()
+    for v in seq:
+        widget.value = v
+    done = live.wait(timeout=30)
+    elapsed = time.perf_counter() - t0
+    expected = exp.frame(**live.current_values())
+    return {
+        "control": name,
+        "ms": _ms(elapsed),
+        "draws": live.draws - draws_before,
+        "finished": bool(done),
+        "shows_last_value": live.current_values()[name] == widget.value and live.image.value == expected,
+    }
+
+
+# -- sensitivity curve ------------------------------------------------------------------------------------
+
+def bench_sensitivity(depth: int, repeats: int, skip_fd: bool) -> dict:
+    from normlab_core.residual import sensitivity, sensitivity_curve
+
+    x0 = np.array([1.0, 2.0, 3.0, 4.0])  # the chapter's input
+    out = {"depth": depth}
+    for placement in ("post", "pre"):
+        sensitivity_curve(x0, depth, placement)
+        times = [_timed(sensitivity_curve, x0, depth, placement)[0] for _ in range(repeats)]
+        out[f"exact_ms_{placement}"] = _ms(statistics.median(times))
+    out["exact_ms"] = max(out["exact_ms_post"], out["exact_ms_pre"])
+    if skip_fd:
+        out["finite_difference_ms"] = None
+    else:
+        x32 = x0.astype(np.float32)  # the chapter's listing works in float
+        t, _ = _timed(lambda: [sensitivity(x32, d, "post", method="finite_difference")
+                               for d in range(1, depth + 1)])
+        out["finite_difference_ms"] = _ms(t)
+        out["finite_difference_note"] = "post-norm, float32 x0, one run (O(depth^2) layer evaluations)"
+    return out
+
+
+# -- core throughput --------------------------------------------------------------------------------------
+
+def bench_throughput(shape=(8192, 4096), repeats: int = 9) -> dict:
+    """layer_norm / rms_norm forward vs np.copyto of the same array, interleaved rounds, medians."""
+    from normlab_core import norms
+
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    dst = np.empty_like(x)
+
+    def plain_layer_norm(a):
+        saved = norms.BLOCK_MIN_SIZE
+        norms.BLOCK_MIN_SIZE = 1 << 62  # the whole-array (unblocked) path: what the code did before blocking
+        try:
+            return norms.layer_norm(a)
+        finally:
+            norms.BLOCK_MIN_SIZE = saved
+
+    cases = {
+        "memcpy": lambda: np.copyto(dst, x),
+        "layer_norm": lambda: norms.layer_norm(x),
+        "rms_norm": lambda: norms.rms_norm(x),
+        "layer_norm_plain": lambda: plain_layer_norm(x),
+    }
+    for fn in cases.values():
+        fn()
+    times = {k: [] for k in cases}
+    for _ in range(repeats):
+        for k, fn in cases.items():
+            times[k].append(_timed(fn)[0])
+    moved = 2 * x.nbytes  # read x + write y
+    med = {k: statistics.median(v) for k, v in times.items()}
+    gbps = {k: round(moved / s / 1e9, 3) for k, s in med.items()}
+    return {
+        "shape": list(shape),
+        "dtype": "float32",
+        "GBps": gbps["layer_norm"],
+        "rms_GBps": gbps["rms_norm"],
+        "memcpy_GBps": gbps["memcpy"],
+        "plain_GBps": gbps["layer_norm_plain"],
+        "ms": {k: _ms(s) for k, s in med.items()},
+        "layer_norm_vs_memcpy": round(gbps["layer_norm"] / gbps["memcpy"], 3),
+        "rms_vs_memcpy": round(gbps["rms_norm"] / gbps["memcpy"], 3),
+        "plain_vs_memcpy": round(gbps["layer_norm_plain"] / gbps["memcpy"], 3),
+        "rms_over_layer_norm_speed": round(med["layer_norm"] / med["rms_norm"], 2),
+        "block_bytes": norms.BLOCK_BYTES,
+        "repeats": repeats,
+    }
+
+
+# -- report -----------------------------------------------------------------------------------------------
+
+def _flag(ok: bool) -> str:
+    return "ok" if ok else "MISS"
+
+
+def print_table(res: dict) -> None:
+    print(f"normlab bench  ({res['machine']['nproc']} cores, numpy {res['machine']['numpy']}, "
+          f"command: {res['command']})\n")
+    print(f"{'explorable':28s} {'warm ms':>8s} {'cached':>7s} {'naive ms':>9s} {'speedup':>8s} "
+          f"{'redraws':>8s} {'goal':>5s}")
+    for name, r in res["explorables"].items():
+        if "error" in r:
+            print(f"{name:28s} ERROR {r['error']}")
+            continue
+        print(f"{name:28s} {r['update_ms_median']:8.1f} {r['update_ms_median_cached']:7.1f} "
+              f"{r['naive_ms_median']:9.1f} {r['speedup']:7.1f}x {r['full_redraws']:>4d}/{r['frames']:<3d} "
+              f"{_flag(r['meets_goal']):>5s}")
+    for name, r in res["explorables"].items():
+        if r.get("why"):
+            print(f"  {name}: {r['why']}")
+    b = res["burst"]
+    print(f"\nburst: 50 changes -> last value shown in {res['burst_last_frame_ms']:.1f} ms "
+          f"(worst explorable: {b['worst']}), goal <= {GOALS['burst_ms']:g} ms: "
+          f"{_flag(res['burst_last_frame_ms'] <= GOALS['burst_ms'])}")
+    for name, r in b["per_explorable"].items():
+        if "error" in r:
+            print(f"  {name:28s} ERROR {r['error']}")
+        else:
+            print(f"  {name:28s} {r['ms']:7.1f} ms  {r['draws']} draw(s)  control {r['control']}"
+                  f"{'' if r['shows_last_value'] else '  (image does NOT show the last value)'}")
+    s = res["sensitivity_curve"]
+    fd = "skipped" if s["finite_difference_ms"] is None else f"{s['finite_difference_ms']:.0f} ms"
+    print(f"\nsensitivity curve to depth {s['depth']}: exact {s['exact_ms_post']:.1f} ms (post), "
+          f"{s['exact_ms_pre']:.1f} ms (pre); chapter's finite differences {fd}; "
+          f"goal <= {GOALS['exact_curve_ms']:g} ms: {_flag(s['exact_ms'] <= GOALS['exact_curve_ms'])}")
+    t = res["layer_norm"]
+    print(f"\nthroughput on {tuple(t['shape'])} {t['dtype']} (read x + write y, median of {t['repeats']}):")
+    for key, label in (("memcpy", "np.copyto"), ("layer_norm", "layer_norm"), ("rms_norm", "rms_norm"),
+                       ("layer_norm_plain", "layer_norm, unblocked")):
+        gb = {"memcpy": t["memcpy_GBps"], "layer_norm": t["GBps"], "rms_norm": t["rms_GBps"],
+              "layer_norm_plain": t["plain_GBps"]}[key]
+        print(f"  {label:24s} {t['ms'][key]:8.1f} ms  {gb:6.2f} GB/s  {gb / t['memcpy_GBps']:5.2f} x memcpy")
+    print(f"  layer_norm >= {GOALS['layer_norm_vs_memcpy']} x memcpy: "
+          f"{_flag(t['layer_norm_vs_memcpy'] >= GOALS['layer_norm_vs_memcpy'])}; "
+          f"RMSNorm is {t['rms_over_layer_norm_speed']:.2f}x as fast as LayerNorm")
+    print(f"\nwritten: {OUT}")
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", help="catalog names to measure (default: every entry)")
+    ap.add_argument("--skip-fd", action="store_true", help="skip the O(depth^2) finite-difference curve")
+    ap.add_argument("--repeats", type=int, default=9, help="repeats of the throughput and curve timings")
+    ap.add_argument("--naive-max", type=int, default=12, help="naive frames per explorable (spread over the sweep)")
+    args = ap.parse_args(argv)
+
+    from normlab_core.explore import catalog
+
+    entries = catalog()
+    names = args.only or list(entries)
+    res = {
+        "machine": {"nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
+                    "python": platform.python_version(), "numpy": np.__version__,
+                    "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")},
+        "command": "make bench  (MPLBACKEND=Agg .venv/bin/python -m scripts.bench)",
+        "goals": GOALS,
+        "explorables": {},
+    }
+    for name in names:
+        try:
+            res["explorables"][name] = bench_explorable(entries[name], args.naive_max)
+        except Exception as err:  # one broken entry must not hide the others' numbers
+            res["explorables"][name] = {"error": f"{type(err).__name__}: {err}"}
+    per = {}
+    for name in names:
+        try:
+            per[name] = bench_burst(entries[name])
+        except Exception as err:
+            per[name] = {"error": f"{type(err).__name__}: {err}"}
+    ok = {k: v for k, v in per.items() if "error" not in v}
+    worst = max(ok, key=lambda k: ok[k]["ms"]) if ok else None
+    res["burst_last_frame_ms"] = ok[worst]["ms"] if worst else None
+    res["burst"] = {"changes": 50, "worst": worst, "per_explorable": per}
+    res["sensitivity_curve"] = bench_sensitivity(1024, args.repeats, args.skip_fd)
+    res["layer_norm"] = bench_throughput(repeats=args.repeats)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(res, indent=2) + "\n")
+    print_table(res)
+    return res
+
+
+if __name__ == "__main__":
+    main()
