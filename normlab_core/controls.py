@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 
@@ -53,7 +54,11 @@ class Slider:
         return isinstance(self.value, int) and not isinstance(self.value, bool)
 
     def allows(self, v) -> bool:
-        """Whether v is a value this slider can take."""
+        """Whether v is a value this slider can take (a whole number, on an integer slider)."""
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            return False
+        if self.integer and not float(v).is_integer():
+            return False
         return (self.zero and v == 0) or self.lo <= v <= self.hi
 
     def format(self, v) -> str:

@@ -52,14 +52,20 @@ class Explorable:
         return {k: c.value for k, c in self.controls.items()}
 
     def values(self, **values) -> dict:
-        """Defaults overridden by `values`; unknown names or values a control cannot take raise ValueError."""
+        """Defaults overridden by `values`; unknown names or values a control cannot take raise ValueError.
+
+        An integer slider takes whole numbers only (7.0 is passed on as 7, 7.5 is refused).
+        """
         unknown = set(values) - set(self.controls)
         if unknown:
             raise ValueError(f"{self.name} has no control(s) {sorted(unknown)}; it has {list(self.controls)}")
         merged = {**self.defaults(), **values}
         for k, v in merged.items():
-            if not self.controls[k].allows(v):
+            c = self.controls[k]
+            if not c.allows(v):
                 raise ValueError(f"{self.name}: {k}={v!r} is outside what the control allows")
+            if isinstance(c, Slider) and c.integer:
+                merged[k] = int(v)  # 7.0 -> 7: update() may index with it
         return merged
 
     def alt(self, **values) -> str:
