@@ -360,6 +360,9 @@ def _toy():
         (dict(a=-0.01), "a=-0.01 is outside"),
         (dict(n=11), "n=11 is outside"),
         (dict(kind="z"), "kind='z' is outside"),
+        (dict(n=2.5), "n=2.5 is outside"),
+        (dict(a="0.5"), "a='0.5' is outside"),
+        (dict(a=None), "a=None is outside"),
     ],
 )
 def test_explorable_values_errors(values, match):
@@ -373,6 +376,11 @@ def test_explorable_values_errors(values, match):
 
 def test_explorable_values_merges_defaults():
     assert _toy().values(a=1.0) == {"a": 1.0, "n": 3, "kind": "x"}
+
+
+def test_integer_slider_values_arrive_as_int():
+    got = _toy().values(n=7.0)["n"]
+    assert got == 7 and type(got) is int
 
 
 def test_unknown_catalog_name():
