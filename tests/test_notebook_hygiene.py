@@ -1,0 +1,158 @@
+"""Stored notebooks are clean: executed in order in a fresh python3 kernel, no errors, small, no machine paths,
+and every one of them is in the book's table of contents."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+EXPECTED = [
+    "01_what_you_will_learn",
+    "02_the_problem",
+    "03_mean_and_variance",
+    "04_layer_norm",
+    "05_rms_norm",
+    "06_comparing",
+    "07_pre_post_norm",
+    "08_backward",
+    "09_key_takeaways",
+    "10_exercises",
+]
+MAX_BYTES = 1024 * 1024
+MACHINE_PATH = re.compile(r"(?<![\w.])/(work|root|home|tmp)(/|\b)")
+DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=\s]+")
+DISPLAYS = re.compile(r"(?<![\w.])(print|show|show_figure|show_source)\(")
+EXPLORABLE_SHOW = re.compile(r"(?<![\w.])show\(")
+
+ids = [p.stem for p in NOTEBOOKS]
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def code_cells(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def tags(cell: dict) -> list:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def skipped(cell: dict) -> bool:
+    return "nbval-skip" in tags(cell)
+
+
+def source(cell: dict) -> str:
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else s
+
+
+def output_texts(cell: dict):
+    """Every text an output carries (stream text, tracebacks, text/* and JSON data), base64 payloads removed."""
+    for out in cell.get("outputs", []):
+        chunks = []
+        if "text" in out:
+            chunks.append(out["text"])
+        chunks += out.get("traceback", [])
+        for mime, value in out.get("data", {}).items():
+            if mime.startswith("image/"):
+                continue
+            chunks.append(value if isinstance(value, (str, list)) else json.dumps(value))
+        for chunk in chunks:
+            yield DATA_URI.sub("data:BASE64", "".join(chunk) if isinstance(chunk, list) else chunk)
+
+
+def toc_files() -> set[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    found = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if isinstance(node.get(key), str):
+                    found.add(re.sub(r"\.(ipynb|md)$", "", node[key]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return found
+
+
+def test_all_ten_section_notebooks_exist():
+    present = sorted(p.stem for p in NOTEBOOKS)
+    missing = [name for name in EXPECTED if name not in present]
+    assert not missing, f"missing notebooks: {missing}"
+    extra = [p for p in present if p not in EXPECTED]
+    assert not extra, f"unexpected notebooks (add them to the book and to EXPECTED): {extra}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_listed_in_the_table_of_contents(path):
+    assert f"notebooks/{path.stem}" in toc_files()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_size_and_kernel(path):
+    assert path.stat().st_size <= MAX_BYTES, f"{path.name} is {path.stat().st_size} bytes"
+    nb = load(path)
+    assert nb["nbformat"] == 4
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert nb["metadata"]["kernelspec"].get("language", "python") == "python"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_executed_in_order_from_one(path):
+    cells = code_cells(load(path))
+    counts = [c["execution_count"] for c in cells if c.get("execution_count") is not None]
+    assert counts, f"{path.name} has never been executed"
+    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: execution counts {counts}"
+    for i, c in enumerate(cells):
+        if skipped(c) or not source(c).strip():
+            continue
+        assert c.get("execution_count") is not None, f"{path.name}: code cell {i} was not executed"
+        for out in c.get("outputs", []):
+            if "execution_count" in out:
+                assert out["execution_count"] == c["execution_count"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_outputs_are_stored_and_clean(path):
+    cells = code_cells(load(path))
+    for i, c in enumerate(cells):
+        if skipped(c):
+            continue
+        outs = c.get("outputs", [])
+        if DISPLAYS.search(source(c)):
+            assert outs, f"{path.name}: code cell {i} prints or shows something but has no stored output"
+        for out in outs:
+            assert out["output_type"] != "error", f"{path.name}: code cell {i} stored an error: {out.get('ename')}"
+        for text in output_texts(c):
+            assert "Traceback (most recent call last)" not in text, f"{path.name}: cell {i} shows a traceback"
+            m = MACHINE_PATH.search(text)
+            assert not m, f"{path.name}: cell {i} output shows a machine path near {text[max(0, m.start() - 40):m.end() + 40]!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_sources_follow_the_book_conventions(path):
+    nb = load(path)
+    for i, c in enumerate(code_cells(nb)):
+        src = source(c)
+        assert "pyplot" not in src and "%matplotlib" not in src, f"{path.name}: cell {i} uses pyplot"
+        assert "/work/shared" not in src, f"{path.name}: cell {i} reads the source material at run time"
+        assert not MACHINE_PATH.search(src), f"{path.name}: cell {i} hard-codes a machine path"
+        if EXPLORABLE_SHOW.search(src) and not skipped(c):
+            assert "nbval-ignore-output" in tags(c), f"{path.name}: cell {i} calls show(...) untagged"
+    widgets = nb["metadata"].get("widgets", {})
+    assert not widgets.get("application/vnd.jupyter.widget-state+json", {}).get("state"), (
+        f"{path.name} stores widget state (execute with --ExecutePreprocessor.store_widget_state=False)")
