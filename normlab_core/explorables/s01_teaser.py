@@ -48,7 +48,7 @@ def _setup(fig):
     label(ax_n, "depth (layers)", "|h| after that many layers (input units, log)",
           "Magnitude: only the unnormalized sum explodes")
     label(ax_r, "depth (layers)", "|h_l| / |h_(l-1)| (dimensionless)",
-          "Growth per layer: geometric, additive, pinned")
+          "Growth factor of each layer")
     return art
 
 

@@ -222,7 +222,7 @@ def entries() -> list:
             "gain_depth",
             {
                 "gain": Slider(GAIN_RANGE[0], GAIN_RANGE[1], 1.1, step=0.01, label="per-layer gain g", steps=9),
-                "depth": Slider(0, MAX_DEPTH, 24, label="depth L (layers)", steps=9),
+                "depth": Slider(0, MAX_DEPTH, 24, label="depth L (layers)", steps=7),
             },
             _gain_setup,
             _gain_update,
@@ -236,7 +236,7 @@ def entries() -> list:
         ),
         Explorable(
             "batch_vs_layer_norm",
-            {"batch": Slider(1, MAX_BATCH, 8, label="batch size B (examples)", steps=8)},
+            {"batch": Slider(1, MAX_BATCH, 8, scale="log", label="batch size B (examples)", steps=7)},
             _bn_setup,
             _bn_update,
             title="BatchNorm averages across the batch, LayerNorm across one token's features",
