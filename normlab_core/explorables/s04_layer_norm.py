@@ -17,6 +17,7 @@ from ..style import COLORS, label
 SHAPE = np.array([-0.5, 1.5, -2.5, 0.5, -1.5, 2.5])
 UNIT_SHAPE = SHAPE / SHAPE.std()          # the same shape with standard deviation 1
 OUT_LIM = 5.0
+IN_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)   # input panel ticks, as fractions of its current axis limit
 
 
 def _nice_limit(span: float) -> float:
@@ -31,6 +32,13 @@ def _nice_limit(span: float) -> float:
 def _setup(fig):
     ax_in, ax_out = fig.subplots(1, 2)
     idx = np.arange(SHAPE.size)
+    # The input panel keeps fixed limits [-1, 1] (a limit change would force a slow full redraw) and
+    # draws the deviations divided by a "nice" axis limit; its tick labels are animated texts that
+    # show the real values.  The real tick labels are kept as invisible placeholders that reserve space.
+    ax_in.set_ylim(-1.0, 1.0)
+    ax_in.set_yticks(IN_TICKS, labels=["-0.00025"] * len(IN_TICKS), color="none")
+    tick_texts = [ax_in.text(-0.015, t, "", transform=ax_in.get_yaxis_transform(), ha="right", va="center",
+                             fontsize=8) for t in IN_TICKS]
     (line_in,) = ax_in.plot(idx, SHAPE, "o-", color=COLORS["input"])
     ax_in.axhline(0, color="0.6", lw=0.8)
     stats_in = ax_in.text(0.02, 0.96, "", transform=ax_in.transAxes, va="top", fontsize=8)
@@ -45,17 +53,18 @@ def _setup(fig):
         ax.set_xticks(idx)
         ax.set_xlim(-0.3, 5.3)
     note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color="#B00020")
-    return {"ax_in": ax_in, "line_in": line_in, "line_out": line_out, "note": note, "stats_in": stats_in,
-            "band_hi": band_hi, "band_lo": band_lo,
-            "animated": [line_in, stats_in, line_out, band_hi, band_lo, note]}
+    return {"line_in": line_in, "line_out": line_out, "note": note, "stats_in": stats_in,
+            "band_hi": band_hi, "band_lo": band_lo, "ticks": tick_texts,
+            "animated": [line_in, stats_in, line_out, band_hi, band_lo, note, *tick_texts]}
 
 
 def _update(art, offset, scale, eps, gamma, beta):
     x = offset + scale * SHAPE
     mean, var = mean_var(x)
     lim = _nice_limit(float(np.max(np.abs(x - mean))))
-    art["ax_in"].set_ylim(-lim, lim)
-    art["line_in"].set_ydata(x - mean)
+    for text, t in zip(art["ticks"], IN_TICKS, strict=True):
+        text.set_text(f"{t * lim:g}")
+    art["line_in"].set_ydata((x - mean) / lim)
     art["stats_in"].set_text(f"mean(x) = {mean:.6g}\nstd(x) = {math.sqrt(var):.4g}")
     art["band_hi"].set_ydata([beta + gamma] * 2)
     art["band_lo"].set_ydata([beta - gamma] * 2)
@@ -75,6 +84,8 @@ def _update(art, offset, scale, eps, gamma, beta):
         ratio = f"{r:.6g}"
         if var == 0:
             art["note"].set_text("constant input: x - mean is 0, so every output is beta")
+        elif gamma == 0:
+            art["note"].set_text("gamma = 0: the scale is switched off, every output is beta")
         elif r < 0.5:
             art["note"].set_text("var < eps: epsilon, not the data, sets the scale")
         else:

@@ -89,8 +89,9 @@ def entries() -> list:
             title="Slide the offset: RMSNorm's output collapses toward ±1, LayerNorm's keeps its spread",
             alt=lambda offset: (
                 f"Left: LayerNorm and RMSNorm outputs of the six values {offset:g} + [-0.5, 1.5, -2.5, 0.5, "
-                "-1.5, 2.5] against component index, on a fixed axis from -2.6 to 2.2, dotted lines at -1 and +1. Right: the standard "
-                "deviation of each output against the offset from -50 to 200 on a log axis; LayerNorm's is "
-                f"flat at 1, RMSNorm's falls as the offset grows. Dots and a dashed line mark offset {offset:g}."),
+                "-1.5, 2.5] against component index, on a fixed axis from -2.6 to 2.2, dotted lines at -1 and +1. "
+                "Right: the standard deviation of each output against the offset from -50 to 200 on a log axis; "
+                "LayerNorm's is flat at 1, RMSNorm's falls as the offset grows. "
+                f"Dots and a dashed line mark offset {offset:g}."),
         )
     ]

@@ -190,8 +190,8 @@ def entries() -> list:
             alt=lambda offset, fmt: (
                 f"Left: 41 outputs of LayerNorm and RMSNorm for 41 sorted values of standard deviation 1 plus "
                 f"offset {offset:g}, rounded to {fmt} and re-stretched to zero mean and unit spread, drawn over "
-                "the exact curve; RMSNorm's points form a staircase at large offsets. Right: log-log RMS error after the "
-                "re-stretch against the offset, 0.01 to 10000, for both norms; LayerNorm's stays near the "
+                "the exact curve; RMSNorm's points form a staircase at large offsets. Right: log-log RMS error "
+                "after the re-stretch against the offset, 0.01 to 10000, for both norms; LayerNorm's stays near the "
                 "format's rounding error while RMSNorm's grows with the offset up to 1."),
         ),
     ]
