@@ -110,9 +110,12 @@ FAVICON = ("data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox
            "%3Cpath d='M4 12V4l8 8V4' stroke='white' stroke-width='2' fill='none'/%3E%3C/svg%3E")
 
 
-# The static sliders' controls sit on one line; give each label room (inline, so that no file
-# under a _static/ folder of the repository is needed).
-EXPLORABLE_CSS = """<style>
+# Inline CSS (so that no file under a _static/ folder of the repository is needed):
+# - the static sliders' controls sit on one line; give each label room;
+# - MathJax 2 names its own inner element span.math, which the theme styles for MathJax 3 with
+#   overflow:hidden; on an inline-block that moves the baseline, so inline symbols float high.
+SITE_CSS = """<style>
+.MathJax span.math { overflow: visible; max-width: none; }
 .normlab-explorable .nl-control { display: inline-block; margin: 0 1.5em 0.4em 0; white-space: nowrap; }
 .normlab-explorable .nl-control output { display: inline-block; min-width: 3.5em; margin-left: 0.3em; }
 .normlab-explorable input[type=range] { vertical-align: middle; }
@@ -122,7 +125,7 @@ EXPLORABLE_CSS = """<style>
 def _add_head(app, pagename, templatename, context, doctree) -> None:
     if not context.get("favicon_url"):
         context["favicon_url"] = FAVICON
-    context["metatags"] = context.get("metatags", "") + "\n" + EXPLORABLE_CSS
+    context["metatags"] = context.get("metatags", "") + "\n" + SITE_CSS
 
 
 def setup(app):
