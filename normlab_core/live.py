@@ -64,6 +64,10 @@ class LiveExplorable(widgets.VBox):
         for w in self.controls.values():
             w.observe(self._on_change, names="value")
 
+    def __repr__(self) -> str:
+        return (f"<live explorable {self.explorable.name!r}: run this cell in JupyterLab (make lab) "
+                "to get its sliders>")
+
     def current_values(self) -> dict:
         """The values the controls show now."""
         return {k: w.value for k, w in self.controls.items()}
