@@ -2,7 +2,9 @@
 
 The expected strings below are the printed output of the chapter's C listings (120-125), kept here as
 data: they are the independent oracle. Nothing is read from outside the repository at run time.
+Numbers are formatted with the listings' own printf formats, hence %-formatting throughout.
 """
+# ruff: noqa: UP031
 
 from __future__ import annotations
 

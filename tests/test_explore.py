@@ -11,7 +11,7 @@ import sys
 import textwrap
 import threading
 import warnings
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -129,7 +129,7 @@ def test_catalog_names_are_stable_snake_case():
 
 
 # ---- the static page --------------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def static_page(name: str) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -238,7 +238,7 @@ def _failing(threshold):
     def update(art, a):
         art["line"].set_ydata([a, a])
         if a > threshold:
-            raise ZeroDivisionError("the toy explorable refuses a > %g" % threshold)
+            raise ZeroDivisionError(f"the toy explorable refuses a > {threshold:g}")
         return {"a": f"{a:.2f}"}
 
     def setup(fig):
@@ -274,7 +274,7 @@ def test_drawing_error_at_the_defaults_does_not_raise(no_thread_errors):
 
 def test_warnings_in_update_become_a_note():
     def update(art, a):
-        warnings.warn("something odd at a=%g" % a, RuntimeWarning)
+        warnings.warn(f"something odd at a={a:g}", RuntimeWarning, stacklevel=2)
         return {"a": str(a)}
 
     exp = Explorable("toy_warn", {"a": Slider(0.0, 1.0, 0.5)}, lambda fig: {"animated": []}, update, blit=False)

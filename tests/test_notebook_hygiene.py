@@ -140,7 +140,8 @@ def test_outputs_are_stored_and_clean(path):
         for text in output_texts(c):
             assert "Traceback (most recent call last)" not in text, f"{path.name}: cell {i} shows a traceback"
             m = MACHINE_PATH.search(text)
-            assert not m, f"{path.name}: cell {i} output shows a machine path near {text[max(0, m.start() - 40):m.end() + 40]!r}"
+            near = text[max(0, m.start() - 40):m.end() + 40] if m else ""
+            assert not m, f"{path.name}: cell {i} output shows a machine path near {near!r}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
