@@ -221,18 +221,18 @@ def bench_sensitivity(depth: int, repeats: int, skip_fd: bool) -> dict:
 
 def bench_throughput(shape=(8192, 4096), repeats: int = 9) -> dict:
     """layer_norm / rms_norm forward vs np.copyto of the same array, interleaved rounds, medians."""
-    from normlab_core import norms
+    from normlab_core import blocked, norms
 
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     dst = np.empty_like(x)
 
     def plain_layer_norm(a):
-        saved = norms.BLOCK_MIN_SIZE
-        norms.BLOCK_MIN_SIZE = 1 << 62  # the whole-array (unblocked) path: what the code did before blocking
+        saved = blocked.BLOCK_MIN_SIZE
+        blocked.BLOCK_MIN_SIZE = 1 << 62  # the whole-array (unblocked) path: what the code did before blocking
         try:
             return norms.layer_norm(a)
         finally:
-            norms.BLOCK_MIN_SIZE = saved
+            blocked.BLOCK_MIN_SIZE = saved
 
     cases = {
         "memcpy": lambda: np.copyto(dst, x),
@@ -266,7 +266,7 @@ def bench_throughput(shape=(8192, 4096), repeats: int = 9) -> dict:
             c / ln for c, ln in zip(times["memcpy"], times["layer_norm"], strict=True)), 3),
         "layer_norm_vs_best_memcpy": round(min(times["memcpy"]) / med["layer_norm"], 3),
         "rms_over_layer_norm_speed": round(med["layer_norm"] / med["rms_norm"], 2),
-        "block_bytes": norms.BLOCK_BYTES,
+        "block_bytes": blocked.BLOCK_BYTES,
         "repeats": repeats,
     }
 

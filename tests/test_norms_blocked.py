@@ -1,4 +1,4 @@
-"""The row-blocked path of norms.py gives bit-for-bit the plain (whole-array) path's results, errors and warnings.
+"""The row-blocked path (blocked.py) gives bit-for-bit the plain (whole-array) path's results, errors and warnings.
 
 The plain path is the reference: it is the code checked against the chapter's printed figures elsewhere.
 Here both paths run on the same inputs (the blocked one forced on small arrays by lowering its threshold,
@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from normlab_core import norms
+from normlab_core import blocked as fast
 from normlab_core.norms import layer_norm, layer_norm_stats, rms_norm, rms_norm_stats
 
 SHAPES = [(3001, 17), (257, 1000), (6, 9000), (40, 7, 33), (1, 20000)]  # 9000, 20000 > numpy's 8192 buffer
@@ -26,7 +26,7 @@ def _bits(a: np.ndarray) -> bytes:
 def _run(fn, *args, blocked: bool, block_bytes: int = 5000, **kw):
     """fn(*args, **kw) on the blocked or the plain path; returns (result, [warning texts], blocks taken)."""
     calls = []
-    real = norms._blocked
+    real = fast.run_blocked
 
     def spy(*a, **k):
         out = real(*a, **k)
@@ -35,9 +35,9 @@ def _run(fn, *args, blocked: bool, block_bytes: int = 5000, **kw):
 
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(norms, "BLOCK_MIN_SIZE", 1 if blocked else 1 << 62)
-        mp.setattr(norms, "BLOCK_BYTES", block_bytes)
-        mp.setattr(norms, "_blocked", spy)
+        mp.setattr(fast, "BLOCK_MIN_SIZE", 1 if blocked else 1 << 62)
+        mp.setattr(fast, "BLOCK_BYTES", block_bytes)
+        mp.setattr(fast, "run_blocked", spy)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = fn(*args, **kw)
@@ -93,8 +93,8 @@ def test_block_size_does_not_matter(block_bytes, dtype):
 
 def test_default_threshold_takes_blocked_path_on_large_input():
     x, gamma, beta = _data((520, 2048), np.float32, seed=2)  # 1.06M elements, above BLOCK_MIN_SIZE
-    assert x.size >= norms.BLOCK_MIN_SIZE
-    assert norms._blockable(x)
+    assert x.size >= fast.BLOCK_MIN_SIZE
+    assert fast.blockable(x)
     y = layer_norm(x, gamma, beta)
     # reference: the plain path, spelled out with the library's row_mean (float64 sums, rounded once)
     from normlab_core.stats import row_mean
