@@ -127,8 +127,8 @@ ERR_LIM = (1e-12, 10.0)
 def fd_curves(h: float, dtype: str) -> dict:
     """{placement: forward-difference sensitivity at depths 1..MAX_DEPTH} with step h in dtype.
 
-    Two copies of the stack (x0 and x0 nudged by h in component 0) are advanced one layer at a time with
-    run_stack, so a single pass yields every depth.
+    Two copies of the stack (x0 and x0 nudged by h in component 0), the two rows of one array, are advanced
+    one layer at a time with run_stack, so a single pass yields every depth.
     """
     x = X0.astype(dtype)
     step = x.dtype.type(h)
@@ -137,11 +137,11 @@ def fd_curves(h: float, dtype: str) -> dict:
     taken = float(nudged[0] - x[0])   # the step actually taken once x0 + h is rounded to dtype
     out = {}
     for p in ("pre", "post"):
-        a, b = x.copy(), nudged.copy()
+        pair = np.stack([x, nudged])
         sens = np.empty(MAX_DEPTH)
         for d in range(MAX_DEPTH):
-            a, b = run_stack(a, 1, p), run_stack(b, 1, p)
-            diff = (b - a) / step
+            pair = run_stack(pair, 1, p)
+            diff = (pair[1] - pair[0]) / step
             sens[d] = float(np.sqrt(np.sum(diff * diff)))
         out[p] = sens
     out["taken"] = taken
