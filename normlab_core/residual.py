@@ -120,15 +120,11 @@ def stack_curves(x0, max_depth: int, placement: str, *, component: int = 0, eps:
         raise TypeError("the exact method needs a sublayer with a .jvp(v, dv) method, such as Affine")
     dh = _seed(x0, component)
     h = x0.astype(np.float64)
-    norms, sens = np.empty(max_depth), np.empty(max_depth)
+    outs, tangents = np.empty((max_depth, h.size)), np.empty((max_depth, h.size))
     for d in range(max_depth):
         h, dh = _layer_jvp(h, dh, placement, sublayer, eps, norm)
-        out, tangent = _norm_jvp(h, dh, eps, norm) if final_norm else (h, dh)
-        norms[d] = np.add.reduce(out * out)
-        sens[d] = np.add.reduce(tangent * tangent)
-    np.sqrt(norms, out=norms)
-    np.sqrt(sens, out=sens)
-    return norms, sens
+        outs[d], tangents[d] = _norm_jvp(h, dh, eps, norm) if final_norm else (h, dh)
+    return np.sqrt(np.add.reduce(outs * outs, axis=1)), np.sqrt(np.add.reduce(tangents * tangents, axis=1))
 
 
 def sensitivity_curve(x0, max_depth: int, placement: str, *, component: int = 0, eps: float = 1e-6,
