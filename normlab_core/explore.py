@@ -31,7 +31,7 @@ class Explorable:
 
     def __init__(self, name: str, controls: dict, setup, update, *, title: str = "", alt="",
                  blit: bool = True, width: float = WIDTH_IN, height: float = HEIGHT_IN,
-                 max_frames: int = 150, try_this: str = ""):
+                 max_frames: int = 150):
         self.name = name
         self.controls = dict(controls)
         self.title = title
@@ -39,7 +39,6 @@ class Explorable:
         self.blit = blit
         self.size = (width, height)
         self.max_frames = max_frames
-        self.try_this = try_this
         self._fig = None
         self._lock = threading.RLock()
 
