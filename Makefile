@@ -15,8 +15,11 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
+# JupyterLab refuses to start as root unless told; root is common in containers and CI machines.
+LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
 
 # The static site: notebooks are executed with NORMLAB_STATIC=1, so every explorable
 # is written out as a pre-rendered slider that works without a kernel.
