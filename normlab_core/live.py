@@ -10,11 +10,11 @@ import ipywidgets as widgets
 from .controls import Slider
 
 
-def control_widget(name: str, control):
-    """The ipywidgets control for a Slider or Choice."""
+def control_widget(name: str, control, label_px: int = 160):
+    """The ipywidgets control for a Slider or Choice, its label `label_px` wide (so sliders line up)."""
     desc = control.label or name
-    style = {"description_width": "initial"}
-    layout = widgets.Layout(width="420px")
+    style = {"description_width": f"{label_px}px"}
+    layout = widgets.Layout(width=f"{label_px + 300}px")
     if not isinstance(control, Slider):
         labelled = [(control.format(o), o) for o in control.options]
         return widgets.ToggleButtons(options=labelled, value=control.value, description=desc, style=style)
@@ -46,7 +46,9 @@ class LiveExplorable(widgets.VBox):
 
     def __init__(self, explorable, values: dict):
         self.explorable = explorable
-        self.controls = {k: control_widget(k, c) for k, c in explorable.controls.items()}
+        longest = max(len(c.label or k) for k, c in explorable.controls.items())
+        label_px = min(320, 20 + 7 * longest)  # about 7 px per character of the widget font
+        self.controls = {k: control_widget(k, c, label_px) for k, c in explorable.controls.items()}
         for k, v in values.items():
             self.controls[k].value = v
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
