@@ -8,6 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..display import fmt_vector
 from ..explore import Choice, Explorable, Slider
 from ..norms import layer_norm, rms_norm
 from ..precision import levels_between, round_to, spacing
@@ -17,11 +18,6 @@ EPS = 1e-5
 RAMP = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])        # the chapter's zero-centred input
 MIXED = np.array([3.0, -1.0, 0.5, 2.0, -0.5])       # the chapter's mixed input (mean 0.8)
 BASES = {"ramp": RAMP, "mixed": MIXED - MIXED.mean()}
-
-
-def fmt_row(v) -> str:
-    """A vector printed the way the chapter's comparison listing prints its outputs: [+0.792, ...]."""
-    return "[" + ", ".join(f"{float(a):+.3f}" for a in v) + "]"
 
 
 # -- the morph from centred to offset data ------------------------------------------------------
@@ -52,8 +48,8 @@ def _update_morph(art, offset, base):
     art["rms"].set_ydata(y_rms)
     return {
         "x": "[" + ", ".join(f"{a:.1f}" for a in x) + "]",
-        "LN": fmt_row(y_ln),
-        "RMS": fmt_row(y_rms),
+        "LN": fmt_vector(y_ln, "+.3f"),
+        "RMS": fmt_vector(y_rms, "+.3f"),
         "largest |LN - RMS|": f"{np.max(np.abs(y_ln - y_rms)):.3g}",
     }
 
