@@ -6,11 +6,12 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..examples import STACK_INPUT
 from ..explore import Explorable, Slider
 from ..residual import Affine, stack_curves
 from ..style import COLORS, label
 
-X0 = np.array([1.0, 2.0, 3.0, 4.0])  # the input of the chapter's pre/post-norm listing
+X0 = STACK_INPUT  # the input of the chapter's pre/post-norm listing
 MAX_DEPTH = 48
 NORM_LIM = (1.0, 1e16)
 RATIO_LIM = (0.3, 2.2)

@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
+from ..examples import STACK_INPUT
 from ..explore import Explorable, Slider
 from ..norms import batch_norm, layer_norm
 from ..residual import Affine, stack_curves
@@ -20,7 +21,7 @@ from ..style import COLORS, label
 MAX_DEPTH = 96
 GAIN_RANGE = (0.8, 1.2)
 MAG_LIM = (1e-10, 1e8)
-X0 = np.array([1.0, 2.0, 3.0, 4.0])
+X0 = STACK_INPUT
 
 
 def growth(gain: float, depth: int) -> np.ndarray:

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from ..examples import CHAPTER_SHAPE
 from ..explore import Choice, Explorable, Slider
 from ..moments import one_pass_var, span_in_std
 from ..norms import layer_norm
@@ -14,7 +15,7 @@ from ..stats import mean_var
 from ..style import COLORS, label
 
 # The chapter's vector a is 100.5 + 1 * SHAPE and its vector b is 0.0015 + 0.001 * SHAPE.
-SHAPE = np.array([-0.5, 1.5, -2.5, 0.5, -1.5, 2.5])
+SHAPE = CHAPTER_SHAPE
 Z_EXACT = SHAPE / math.sqrt(float(np.mean(SHAPE * SHAPE)))   # the standardized shape, float64
 Z_LIM = (-2.2, 2.2)
 DTYPES = {"float32": np.float32, "float64": np.float64}

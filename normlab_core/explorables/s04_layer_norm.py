@@ -8,13 +8,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..examples import CHAPTER_SHAPE
 from ..explore import Explorable, Slider
 from ..norms import layer_norm
 from ..stats import mean_var
 from ..style import COLORS, label
 
 # The chapter's vector [100, 102, 98, 101, 99, 103] is 100.5 + this shape.
-SHAPE = np.array([-0.5, 1.5, -2.5, 0.5, -1.5, 2.5])
+SHAPE = CHAPTER_SHAPE
 UNIT_SHAPE = SHAPE / SHAPE.std()          # the same shape with standard deviation 1
 OUT_LIM = 5.0
 IN_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)   # input panel ticks, as fractions of its current axis limit

@@ -6,13 +6,14 @@ import math
 
 import numpy as np
 
+from ..examples import CHAPTER_SHAPE
 from ..explore import Explorable, Slider
 from ..norms import layer_norm, rms_norm
 from ..stats import mean_var
 from ..style import COLORS, label
 
 # The chapter's vector [100, 102, 98, 101, 99, 103] is 100.5 + this shape.
-SHAPE = np.array([-0.5, 1.5, -2.5, 0.5, -1.5, 2.5])
+SHAPE = CHAPTER_SHAPE
 EPS = 1e-5
 OFFSETS = np.linspace(-50.0, 200.0, 501)
 STD_LIM = (1e-3, 3.0)
@@ -24,9 +25,6 @@ def output_std(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ln = np.sqrt(mean_var(layer_norm(rows, eps=EPS))[1])
     rms = np.sqrt(mean_var(rms_norm(rows, eps=EPS))[1])
     return ln, rms
-
-
-_CURVES = output_std(OFFSETS)
 
 
 def _setup(fig):
@@ -42,8 +40,9 @@ def _setup(fig):
     ax_y.set_xticks(idx)
     ax_y.legend(loc="lower center", ncols=2)
     label(ax_y, "component index i", "output y_i  (dimensionless)", "Outputs of offset + the chapter's shape")
-    ax_s.plot(OFFSETS, _CURVES[0], color=COLORS["layer_norm"], label="LayerNorm")
-    ax_s.plot(OFFSETS, _CURVES[1], color=COLORS["rms_norm"], label="RMSNorm")
+    ln_std, rms_std = output_std(OFFSETS)   # drawn once, with the figure
+    ax_s.plot(OFFSETS, ln_std, color=COLORS["layer_norm"], label="LayerNorm")
+    ax_s.plot(OFFSETS, rms_std, color=COLORS["rms_norm"], label="RMSNorm")
     (d_ln,) = ax_s.plot([0], [1], "o", color=COLORS["layer_norm"], ms=6)
     (d_rms,) = ax_s.plot([0], [1], "s", color=COLORS["rms_norm"], ms=6)
     vline = ax_s.axvline(0, color="0.4", ls="--", lw=1)

@@ -9,14 +9,14 @@ from functools import lru_cache
 import numpy as np
 
 from ..display import fmt_vector
+from ..examples import CENTRED, MIXED
 from ..explore import Choice, Explorable, Slider
 from ..norms import layer_norm, rms_norm
 from ..precision import levels_between, round_to, spacing
 from ..style import COLORS, label
 
 EPS = 1e-5
-RAMP = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])        # the chapter's zero-centred input
-MIXED = np.array([3.0, -1.0, 0.5, 2.0, -0.5])       # the chapter's mixed input (mean 0.8)
+RAMP = CENTRED        # the chapter's zero-centred input
 BASES = {"ramp": RAMP, "mixed": MIXED - MIXED.mean()}
 
 

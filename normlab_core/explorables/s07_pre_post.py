@@ -7,11 +7,12 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
+from ..examples import STACK_INPUT
 from ..explore import Choice, Explorable, Slider
 from ..residual import Affine, run_stack, sensitivity, stack_curves
 from ..style import COLORS, label
 
-X0 = np.array([1.0, 2.0, 3.0, 4.0])  # the chapter's input
+X0 = STACK_INPUT  # the chapter's input
 MAX_DEPTH = 256
 SENS_LIM = (1e-12, 1e3)
 NORM_LIM = (1.0, 1e4)

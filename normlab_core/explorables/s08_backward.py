@@ -7,13 +7,12 @@ from functools import lru_cache
 import numpy as np
 
 from ..backward import layer_norm_backward
+from ..examples import BACKWARD_INPUT, BACKWARD_UPSTREAM
 from ..explore import Choice, Explorable, Slider
 from ..gradcheck import numerical_gradient
 from ..norms import layer_norm
 from ..style import COLORS, label
 
-X = (1.0, 3.0, 2.0, 5.0, 4.0)            # the chapter's input
-UPSTREAM = (0.1, -0.2, 0.3, -0.1, 0.2)   # and its upstream gradient dL/dy
 H_LO, H_HI = 1e-10, 1e-1
 CHAPTER_H = 1e-4
 ERR_LIM = (1e-14, 1.0)
@@ -24,7 +23,7 @@ UNIT_ROUNDOFF = {"float32": float(np.finfo(np.float32).eps) / 2, "float64": floa
 
 def _arrays(dtype: str):
     dt = np.dtype(dtype)
-    return np.array(X, dtype=dt), np.array(UPSTREAM, dtype=dt)
+    return BACKWARD_INPUT.astype(dt), BACKWARD_UPSTREAM.astype(dt)
 
 
 @lru_cache(maxsize=4)
@@ -76,13 +75,13 @@ def _setup(fig):
     ax.legend(loc="lower left")
     label(ax, "finite-difference step h (input units, log scale)",
           "max_i |numerical - analytic| (gradient units)", "The check's error is V-shaped in h")
-    dims = np.arange(len(X))
-    art["bars"] = ax_dim.bar(dims, np.full(len(X), 1e-6), bottom=ERR_LIM[0], color=COLORS["layer_norm"],
+    dims = np.arange(BACKWARD_INPUT.size)
+    art["bars"] = ax_dim.bar(dims, np.full(BACKWARD_INPUT.size, 1e-6), bottom=ERR_LIM[0], color=COLORS["layer_norm"],
                              width=0.6)
     art["animated"] += list(art["bars"])
     ax_dim.set_yscale("log")
     ax_dim.set_ylim(*ERR_LIM)
-    ax_dim.set_xlim(-0.6, len(X) - 0.4)
+    ax_dim.set_xlim(-0.6, BACKWARD_INPUT.size - 0.4)
     ax_dim.set_xticks(dims)
     ax_dim.axhline(1e-3, color="0.5", lw=0.8, ls="--")
     label(ax_dim, "dimension i", "|numerical - analytic| (gradient units)",

@@ -6,13 +6,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..examples import CENTRED, STACK_INPUT
 from ..explore import Choice, Explorable, Slider
 from ..norms import layer_norm, rms_norm
 from ..residual import stack_curves
 from ..style import COLORS, label
 
-SHAPE = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])  # section 23.6's zero-centred vector; offset 10 gives [8..12]
-X0 = np.array([1.0, 2.0, 3.0, 4.0])  # section 23.7's stack input
+SHAPE = CENTRED  # section 23.6's zero-centred vector; offset 10 gives [8..12]
+X0 = STACK_INPUT  # section 23.7's stack input
 MAX_DEPTH = 64
 STACK_EPS = 1e-6  # the epsilon of the chapter's residual stack (listing 124)
 OUT_LIM = (-2.4, 2.4)

@@ -1,0 +1,22 @@
+"""The chapter's example inputs, in one place (float64; cast with .astype(np.float32) for the float32 figures)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Sections 23.3-23.5: vector a = [100, 102, 98, 101, 99, 103] is 100.5 + CHAPTER_SHAPE,
+# and vector b = [0.001, 0.003, -0.001, 0.002, 0.000, 0.004] is 0.0015 + 0.001 * CHAPTER_SHAPE.
+CHAPTER_SHAPE = np.array([-0.5, 1.5, -2.5, 0.5, -1.5, 2.5])
+VECTOR_A = 100.5 + CHAPTER_SHAPE
+VECTOR_B = np.array([0.001, 0.003, -0.001, 0.002, 0.000, 0.004])
+
+# Section 23.7: the input of the pre-norm / post-norm depth experiment (D = 4).
+STACK_INPUT = np.array([1.0, 2.0, 3.0, 4.0])
+
+# Section 23.6: the zero-centred and mixed inputs (the offset input is CENTRED + 10).
+CENTRED = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+MIXED = np.array([3.0, -1.0, 0.5, 2.0, -0.5])
+
+# Section 23.8: the gradient check's input and upstream gradient dL/dy.
+BACKWARD_INPUT = np.array([1.0, 3.0, 2.0, 5.0, 4.0])
+BACKWARD_UPSTREAM = np.array([0.1, -0.2, 0.3, -0.1, 0.2])
