@@ -74,7 +74,7 @@ _APPROX = re.compile(
 # A number: digits with optional thousands separators, decimals and exponent, not glued to a word before it
 # and not followed by a letter (12D, 2nd) other than an exponent 'e'.
 _NUMBER = re.compile(
-    r"(?<![\w.^])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+−]?\d+)?(?![\w])"
+    r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+−]?\d+)?(?![\w])"
     r"(?:\s*\\times\s*10\^\{?[-−]?\d+\}?)?"
 )
 _TIMES_TEN = re.compile(r"\s*\\times\s*10\^\{?([-−]?\d+)\}?$")
