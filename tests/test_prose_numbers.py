@@ -28,7 +28,7 @@ What is not a prose number
 
 Marked approximate
     A number right after "about", "around", "roughly", "approximately", "nearly", "almost", "some", "close to",
-    "≈", "~", ``\\approx`` or ``\\sim`` (optionally with a ``$`` or a sign between) is a rounded description,
+    "≈", "~", ``\\approx`` or ``\\sim`` (optionally with a ``$``, a sign or ``\\pm`` between) is a rounded description,
     not a citation of printed digits, and is exempt.
 
 Appears in an output
@@ -68,7 +68,7 @@ _STRIP = [
 
 _APPROX = re.compile(
     r"(?:\babout|\baround|\broughly|\bapproximately|\bnearly|\balmost|\bsome|\bclose to|≈|~|\\approx|\\sim)"
-    r"[\s$\\,{]*[−+-]?\$?\s*$"
+    r"(?:\s|\$|\\,|\{|\\pm|±|[−+-])*$"
 )
 
 # A number: digits with optional thousands separators, decimals and exponent, not glued to a word before it
