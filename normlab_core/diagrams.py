@@ -110,6 +110,6 @@ def pre_post_wiring(layers: int = 2):
     _panel(ax_post, "post", layers)
     _panel(ax_pre, "pre", layers)
     for ax, placement, title in ((ax_post, "post", "Post-norm (original transformer, 2017)"),
-                                 (ax_pre, "pre", "Pre-norm (GPT, LLaMA, DeepSeek-V3)")):
+                                 (ax_pre, "pre", "Pre-norm (GPT-2, LLaMA, DeepSeek-V3)")):
         ax.set_title(title, fontsize=9, loc="left", color=COLORS[placement], weight="bold")
     return fig
