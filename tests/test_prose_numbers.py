@@ -232,8 +232,10 @@ def test_checker_flags_a_number_no_output_prints():
 
 
 def test_checker_accepts_rounded_citations_but_not_invented_precision():
-    nb = _nb("It runs from 0.975 to 1.025, and 0.9750 is its minimum.", "[+0.97498357, +1.0247, 0.975]\n")
+    nb = _nb("It runs from 0.975 to 1.025, and 0.9750 is its minimum.", "[0.975, +1.0247]\n")
     assert [m.quantity.text for m in unbacked(nb)] == ["0.9750"]     # 0.975 printed; 0.9750 claims a digit more
+    nb = _nb("It runs from 0.975 to 1.025, and 0.9750 is its minimum.", "[+0.97498357, +1.0247]\n")
+    assert unbacked(nb) == []                                        # 0.97498357 rounds to 0.975 and to 0.9750
 
 
 def test_checker_reads_maths_scientific_notation_and_separators():
