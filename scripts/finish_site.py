@@ -6,11 +6,15 @@ Two faces:
   finishes it copies the parts of MathJax 2.7 that the site uses from the installed
   `jupyter-server-mathjax` package into `_build/html/_static/mathjax/`, where `mathjax_path`
   points. Nothing is vendored in the repository and nothing is fetched from a CDN.
+  It also drops pydata-sphinx-theme's `fontawesome.js` (1.45 MB, loaded by every page): it only
+  redraws the theme's few icons as SVG, and the theme's stylesheet already draws the same icons
+  from the Font Awesome web font it ships (156 kB, fetched once). And it links every figure drawn
+  by a code cell to its full-size PNG, so that a phone reader can tap a figure to zoom.
 * A script, run by `make book` after the build: `python scripts/finish_site.py [_build/html]`.
   It copies MathJax again if it is missing and checks every page: no <script>, <link>, <img>,
   <iframe>, <source> or <embed> loads anything from another host; every <img> has real alt text;
   each page with its images and slider frames stays under 3 MB (theme and MathJax files under
-  _static are shared by all pages and not counted). It exits 1 and lists
+  _static are shared by all pages and not counted); no page loads fontawesome.js. It exits 1 and lists
   the problems when a check fails.
 
 Plain <a href> links to other sites are allowed (launch buttons, references).
@@ -18,6 +22,7 @@ Plain <a href> links to other sites are allowed (launch buttons, references).
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from html.parser import HTMLParser
@@ -76,9 +81,112 @@ def copy_mathjax(site: Path) -> Path:
 
 
 # -- the Sphinx extension ---------------------------------------------------------------------
+FONTAWESOME_JS = "_static/scripts/fontawesome.js"
+_FONTAWESOME_TAG = re.compile(r'[ \t]*<script[^>]*src="[^"]*scripts/fontawesome\.js[^"]*"[^>]*></script>\n?')
+
+
+def drop_fontawesome_js(site: Path) -> int:
+    """Remove the <script> that loads fontawesome.js from every page and the file itself from the
+    site; returns the number of pages changed. The icons still show: pydata-sphinx-theme.css has
+    the `.fa-*:before` rules and @font-face of Font Awesome's web fonts (under _static/vendor)."""
+    site = Path(site)
+    changed = 0
+    for page in site.rglob("*.html"):
+        if "_static" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        new = _FONTAWESOME_TAG.sub("", text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            changed += 1
+    for path in (site / FONTAWESOME_JS).parent.glob("fontawesome.js*"):
+        path.unlink()
+    return changed
+
+
+THEME_CSS = "_static/styles/pydata-sphinx-theme.css"
+SOLID_FONT = "_static/vendor/fontawesome/webfonts/fa-solid-900"
+SOLID_SUBSET = SOLID_FONT + ".normlab.woff"
+_ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:(?:before|after),?)+)\{content:"([^"]*)"\}')
+_ICON_NAME = re.compile(r"\bfa-([a-z0-9-]+)")
+_SOLID_FACE = re.compile(r"(@font-face\{[^}]*font-weight:900;)src:url\([^)]*fa-solid-900\.woff2\)[^}]*\}")
+
+
+def slim_icons(site: Path) -> tuple[int, int]:
+    """Keep only the Font Awesome icons the site uses. pydata-sphinx-theme.css carries a rule for
+    each of ~1900 icons (~150 kB) and points at the full solid web font (152 kB); the pages show a
+    dozen. Rules of icons that no page and no theme script names are removed, and the solid font
+    is replaced by a subset with just the kept glyphs, made with fontTools from the font the theme
+    ships. Returns (bytes of CSS removed, glyphs kept); (0, 0) when already done or not applicable."""
+    site = Path(site)
+    css_path = site / THEME_CSS
+    ttf = site / (SOLID_FONT + ".ttf")
+    if not css_path.is_file():
+        return 0, 0
+    css = css_path.read_text(encoding="utf-8")
+    used = set()
+    for path in list(site.rglob("*.html")) + list((site / "_static" / "scripts").glob("*.js")):
+        used.update(_ICON_NAME.findall(path.read_text(encoding="utf-8", errors="replace")))
+    kept_codes: set[int] = set()
+
+    def keep_or_drop(m: re.Match) -> str:
+        names = re.findall(r"\.fa-([a-z0-9-]+):", m.group(1))
+        if used.isdisjoint(names):
+            return ""
+        content = m.group(2)
+        if content.startswith("\\"):
+            kept_codes.add(int(content[1:], 16))
+        else:
+            kept_codes.update(ord(c) for c in content)
+        return m.group(0)
+
+    slim = _ICON_RULE.sub(keep_or_drop, css)
+    if kept_codes and ttf.is_file() and _SOLID_FACE.search(slim):
+        from fontTools import subset
+
+        options = subset.Options()
+        options.flavor = "woff"  # zlib; woff2 would need the brotli module
+        options.layout_features = ["*"]
+        font = subset.load_font(str(ttf), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=sorted(kept_codes))
+        subsetter.subset(font)
+        subset.save_font(font, str(site / SOLID_SUBSET), options)
+        rel = Path(SOLID_SUBSET).relative_to("_static").as_posix()
+        slim = _SOLID_FACE.sub(lambda m: f'{m.group(1)}src:url(../{rel}) format("woff")}}', slim)
+    if slim == css:
+        return 0, 0
+    css_path.write_text(slim, encoding="utf-8")
+    return len(css) - len(slim), len(kept_codes)
+
+
 def _on_build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
         copy_mathjax(Path(app.outdir))
+        drop_fontawesome_js(Path(app.outdir))
+        slim_icons(Path(app.outdir))
+
+
+def _link_figures(app, doctree, docname) -> None:
+    """Make each figure (a code cell's plot or an image in the text) a link to its own full-size
+    file ("tap to zoom"): on a phone the page shows the figure at screen width, the link opens it at
+    full size. Sphinx writes such links itself only for images with a size option."""
+    from docutils import nodes
+    from sphinx.util.osutil import relative_uri
+
+    if app.builder.format != "html":
+        return
+    imgpath = relative_uri(app.builder.get_target_uri(docname), "_images")
+    for node in list(doctree.findall(nodes.image)):
+        if isinstance(node.parent, nodes.reference):
+            continue
+        uri = node.get("uri", "")
+        if uri not in app.env.images:
+            continue
+        ref = nodes.reference("", "", internal=True, refuri=f"{imgpath}/{app.env.images[uri][1]}",
+                              classes=["nl-zoom"])
+        node.replace_self(ref)
+        ref.append(node)
 
 
 def _is_thebe_asset(asset) -> bool:
@@ -133,6 +241,7 @@ def setup(app):
     app.connect("build-finished", _on_build_finished)
     app.connect("html-page-context", _drop_thebe_assets, priority=900)
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
+    app.connect("doctree-resolved", _link_figures, priority=950)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
@@ -202,9 +311,13 @@ def check_site(site: Path) -> list[str]:
         return [f"no HTML pages under {site}; run `make book` first"]
     if not (site / MATHJAX_DIR / "MathJax.js").is_file():
         problems.append(f"{MATHJAX_DIR}/MathJax.js is missing from the site")
+    if (site / FONTAWESOME_JS).exists():
+        problems.append(f"{FONTAWESOME_JS} is still in the site (1.45 MB that no page needs)")
     for page in pages:
         rel = page.relative_to(site)
         text = page.read_text(encoding="utf-8")
+        if "scripts/fontawesome.js" in text:
+            problems.append(f"{rel}: still loads fontawesome.js")
         scan = _PageScan()
         scan.feed(text)
         size = len(text.encode("utf-8"))
@@ -232,6 +345,8 @@ def main(argv: list[str]) -> int:
         return 1
     if not (site / MATHJAX_DIR / "MathJax.js").is_file():
         copy_mathjax(site)
+    drop_fontawesome_js(site)
+    slim_icons(site)
     problems = check_site(site)
     for p in problems:
         print("finish_site:", p, file=sys.stderr)
