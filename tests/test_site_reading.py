@@ -21,6 +21,7 @@ Screenshots of every page at both sizes go to _build/screenshots/1280x900/ and 3
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -199,6 +200,20 @@ def test_raw_tex_pattern_catches_the_garbled_derivations():
         assert not raw_tex_hits(text), text
 
 
+def test_scan_sees_tex_when_mathjax_does_not_run(browser, server, site):
+    """The scan reads the page a reader sees: with MathJax blocked, 23.8's formulas stay TeX source
+    and must be reported (so a clean result means typeset maths, not a blind scanner)."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.route("**/*", lambda route: route.abort() if "/mathjax/" in route.request.url else route.continue_())
+    try:
+        page.goto(server.base + "notebooks/08_backward.html", wait_until="load")
+        hits = raw_tex_hits(page.evaluate(VISIBLE_TEXT))
+    finally:
+        context.close()
+    assert len(hits) >= 10, f"with MathJax blocked the scan found only {hits}"
+
+
 # -- per page at 1280 px: raw TeX, weight, keyboard, screenshot -----------------------------------
 @pytest.mark.parametrize("page_path", PAGES)
 def test_desktop_page_reads_cleanly(reader, site, page_path):
@@ -240,24 +255,38 @@ def tabs_to_first_control(page, limit: int = 150) -> int | None:
 
 # -- phone: overflow, screenshots -----------------------------------------------------------------
 OVERFLOW = """() => {
+  // Everything that sticks out past the right edge of the screen, or past the visible part of the
+  // box that clips or scrolls it, except content of the boxes meant to scroll sideways (code,
+  // printed output, display maths, tables). Only the outermost offender of a subtree is listed.
   const W = document.documentElement.clientWidth;
-  const scrolls = el => { const s = getComputedStyle(el);
-    return ['auto', 'scroll', 'hidden', 'clip'].includes(s.overflowX); };
-  const inScrollBox = el => { for (let p = el.parentElement; p && p !== document.body; p = p.parentElement)
-    if (scrolls(p)) return true; return false; };
+  const SCROLL_BOXES = 'pre, div.highlight, div.math, .MathJax_Display, .pst-scrollable-table-container, '
+                     + '.cell_output .output';
+  const boxOf = el => { for (let p = el.parentElement; p && p !== document.body && p !== document.documentElement;
+                             p = p.parentElement)
+    if (getComputedStyle(p).overflowX !== 'visible') return p; return null; };
+  const reported = new Set();
   const wide = [];
   for (const el of document.body.querySelectorAll('*')) {
-    if (!el.checkVisibility()) continue;
+    if (!el.checkVisibility({visibilityProperty: true}) || el.closest('.MJX_Assistive_MathML')) continue;
     const r = el.getBoundingClientRect();
-    if (r.width === 0 || r.right <= W + 1) continue;
-    if (inScrollBox(el)) continue;
+    if (r.width === 0 || r.height === 0) continue;
+    const box = boxOf(el);
+    const limit = Math.min(W, box ? box.getBoundingClientRect().right : W);
+    if (r.right <= limit + 1) continue;
+    const inExplorable = el.closest('.normlab-explorable');
+    if (box && box.matches(SCROLL_BOXES) && !inExplorable && !box.querySelector('.normlab-explorable')) continue;
+    let p = el.parentElement, dup = false;
+    for (; p; p = p.parentElement) if (reported.has(p)) { dup = true; break; }
+    reported.add(el);
+    if (dup) continue;
     const cls = typeof el.className === 'string' ? el.className.trim().split(/\\s+/).slice(0, 3).join('.') : '';
     const name = el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (cls ? '.' + cls : '');
-    const exp = el.closest('.normlab-explorable');
-    wide.push(name + ` (right edge ${Math.round(r.right)} px)`
-              + (exp ? ` in explorable ${exp.dataset.explorable || ''}` : ''));
+    const text = (el.getAttribute('aria-label') || el.textContent || '').trim().slice(0, 30);
+    wide.push(`${name} "${text}" (right edge ${Math.round(r.right)} px, visible to ${Math.round(limit)} px)`
+              + (inExplorable ? ` in explorable ${inExplorable.dataset.explorable || ''}` : ''));
   }
-  return {scrollWidth: document.documentElement.scrollWidth, clientWidth: W, wide: wide.slice(0, 6)};
+  return {scrollWidth: document.documentElement.scrollWidth, clientWidth: W, wide: wide.slice(0, 8),
+          count: wide.length};
 }"""
 
 
@@ -270,7 +299,7 @@ def test_phone_page_fits_the_screen(reader, page_path):
     problems = list(r.problems)
     if state["scrollWidth"] > state["clientWidth"] or state["wide"]:
         problems.append(f"page is {state['scrollWidth']} px wide on a {state['clientWidth']} px screen; "
-                        f"sticking out: {state['wide']}")
+                        f"{state['count']} element(s) stick out: {state['wide']}")
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
 
 
@@ -333,7 +362,7 @@ def test_phone_page_contents_toggle_opens(reader):
     assert not r.problems, "\n".join(r.problems)
 
 
-SEARCH_BOXES = "input[type=search]:visible, input[name=q]:visible, button.search-button-field:visible"
+SEARCH_BOXES = "input[type=search]:visible, input[name=q]:visible, button.search-button__button:visible"
 
 
 @pytest.mark.parametrize("size", ["1280x900", "390x844"])
@@ -347,7 +376,7 @@ def test_landing_page_has_one_search_box(reader, size):
 
 # -- search ----------------------------------------------------------------------------------------
 def _search_results(page) -> list[str]:
-    page.wait_for_function("() => /Search finished|found/i.test((document.getElementById('search-progress') || "
+    page.wait_for_function("() => /Search finished/i.test((document.getElementById('search-results') || "
                            "{}).textContent || '')", timeout=20000)
     page.wait_for_load_state("networkidle")
     page.wait_for_timeout(300)
@@ -404,10 +433,10 @@ CONTRAST = """() => {
     return bg; };
   const groups = {
     'body text': 'article p, article li',
-    'links': 'article a.reference, article p a',
+    'links': 'article a, article a *',
     'captions': 'article figcaption, article .caption, article caption',
     'readouts': '.normlab-explorable .nl-readouts, .normlab-explorable .nl-readouts *, .normlab-explorable output',
-    'footer': 'footer p, footer a',
+    'footer': '.bd-footer-content p, .bd-footer-content a, footer p, footer a',
   };
   const out = [];
   for (const [group, sel] of Object.entries(groups)) {
@@ -445,27 +474,83 @@ def test_text_contrast(reader, page_path, mode):
 
 
 # -- figures and footer ------------------------------------------------------------------------------
-def test_figures_link_to_their_full_size_image(site):
-    """Every figure drawn by a code cell is a link to its own PNG (tap to zoom on a phone)."""
-    checked = 0
+class _Figures(HTMLParser):
+    """Images in a page with whether they sit in a link (its href) and in a code cell's output."""
+
+    VOID = {"img", "br", "hr", "input", "meta", "link", "source", "wbr", "area", "col", "embed", "param", "track"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, dict]] = []
+        self.images: list[dict] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            link = next((el[1].get("href") for el in reversed(self.stack) if el[0] == "a"), None)
+            in_output = any("cell_output" in (el[1].get("class") or "").split() for el in self.stack)
+            self.images.append({"src": a.get("src") or "", "cls": a.get("class") or "", "link": link,
+                                "in_output": in_output})
+        elif tag not in self.VOID:
+            self.stack.append((tag, a))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                break
+
+
+def test_every_figure_can_be_seen_at_full_size(site):
+    """On a phone figures are shrunk to the column. Each picture in a page is either a link to its
+    full-size file (figures Sphinx copied to _images) or a picture in a cell output (an explorable's
+    frame, a figure embedded in HTML), which normlab-book.js opens at full size when tapped."""
+    figures = 0
     for page_path in PAGES:
         html = (site / f"{page_path}.html").read_text(encoding="utf-8")
-        for m in re.finditer(r"(<a [^>]*>)?\s*<img [^>]*src=\"([^\"]+\.png)\"[^>]*>", html):
-            if "nl-frame" in m.group(0):
+        scan = _Figures()
+        scan.feed(html[html.find("<main"):html.rfind("</main>")])
+        for img in scan.images:
+            figures += 1
+            if "nl-frame" in img["cls"] or (img["in_output"] and not img["link"]):
                 continue
-            checked += 1
-            link, src = m.group(1), m.group(2)
-            assert link, f"{page_path}: figure {src} is not a link to its full-size image"
-            href = re.search(r'href="([^"]+)"', link).group(1)
-            assert href == src, f"{page_path}: figure {src} links to {href}"
-            assert (site / page_path).parent.joinpath(src).resolve().is_file(), f"{page_path}: {src} missing"
-    assert checked >= 5, f"only {checked} figures found in the site"
+            assert img["link"], f"{page_path}: figure {img['src'][:60]} is neither in a cell output nor a link"
+            assert img["link"] == img["src"], f"{page_path}: figure {img['src'][:60]} links to {img['link'][:60]}"
+    assert figures >= 5, f"only {figures} figures found in the whole site"
+
+
+def test_tapping_a_figure_on_a_phone_shows_it_at_full_size(reader):
+    r = reader("notebooks/04_layer_norm", viewport=PHONE, phone=True)
+    p = r.page
+    frame = p.locator("img.nl-frame").first
+    frame.scroll_into_view_if_needed()
+    shown, natural = frame.evaluate("img => [img.clientWidth, img.naturalWidth]")
+    assert natural >= 1.2 * shown, f"the figure is shown at {shown} of {natural} px: nothing to zoom"
+    frame.tap()
+    dialog = p.locator("dialog#nl-zoom-dialog[open]")
+    dialog.wait_for(timeout=3000)
+    big = dialog.locator("img")
+    assert big.get_attribute("src") == frame.get_attribute("src")
+    width = big.evaluate("img => img.getBoundingClientRect().width")
+    assert width >= natural - 1, f"the zoomed figure is {width} px wide, its own size is {natural} px"
+    shot(p, "390x844", "notebooks/04_layer_norm", "__zoomed")
+    p.keyboard.press("Escape")
+    p.wait_for_timeout(200)
+    assert p.locator("dialog#nl-zoom-dialog[open]").count() == 0, "Escape did not close the zoomed figure"
+    frame.tap()
+    dialog.wait_for(timeout=3000)
+    p.locator("dialog#nl-zoom-dialog").tap(position={"x": 40, "y": 400})
+    p.wait_for_timeout(200)
+    assert p.locator("dialog#nl-zoom-dialog[open]").count() == 0, "a tap did not close the zoomed figure"
+    assert not r.problems, "\n".join(r.problems)
 
 
 def test_footer_states_the_licences(site):
     for page_path in PAGES:
         html = (site / f"{page_path}.html").read_text(encoding="utf-8")
-        footer = html[html.rfind("<footer"):]
+        start = html.find('<footer class="bd-footer-content')
+        assert start >= 0, f"{page_path}: no content footer"
+        footer = html[start:html.find("</footer>", start)]
         assert "CC BY 4.0" in footer and "creativecommons.org/licenses/by/4.0/" in footer, \
             f"{page_path}: footer does not state CC BY 4.0 for the text and figures"
         assert "MIT" in footer, f"{page_path}: footer does not state the MIT licence for the code"

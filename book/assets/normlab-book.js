@@ -15,9 +15,9 @@
  * 4. Copy buttons. sphinx-copybutton puts an invisible (shown on hover) button on every code
  *    cell, and each was a Tab stop: on 23.4 twenty of them stood between the top of the page and
  *    its first slider. They leave the Tab order; code can still be selected and copied.
- * 5. Tap to zoom. On a phone an explorable's picture (img.nl-frame) is shrunk to the column and
- *    its tick labels become too small to read; tapping it shows the picture at full size in a
- *    dialog that scrolls. A tap, Escape or the close button closes it.
+ * 5. Tap to zoom. On a phone a figure (an explorable's picture, img.nl-frame, or any image a
+ *    code cell shows) is shrunk to the column and its tick labels become too small to read;
+ *    tapping it shows the picture at full size in a dialog that scrolls. A tap, Escape or the close button closes it.
  * 6. file://. Snippets are fetched from the pages, which browsers refuse for file:// URLs (one CORS
  *    error per result). Opened from disk, the search lists results without snippets.
  */
@@ -45,17 +45,28 @@
     geq: "≥", ne: "≠", neq: "≠", in: "∈", to: "→", infty: "∞", odot: "⊙", nabla: "∇", pm: "±"
   };
 
-  // A plain-text reading of a TeX formula: symbols for common commands, other commands and
-  // TeX punctuation dropped.
+  // A plain-text reading of a TeX formula: fractions as a/b, roots as √(..), symbols for common
+  // commands; other commands and TeX punctuation dropped.
   function plainMath(tex) {
-    return tex
-      .replace(/^\\[(\[]|\\[)\]]$/g, "")
-      .replace(/\\([A-Za-z]+)/g, function (m, name) { return GREEK[name] !== undefined ? GREEK[name] : ""; })
+    var s = tex.trim().replace(/^\\[(\[]/, "").replace(/\\[)\]]$/, "");
+    var group = function (g) { return g.length > 1 ? "(" + g + ")" : g; };
+    for (var i = 0; i < 4; i++) {
+      s = s.replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, function (m, a, b) { return group(a) + "/" + group(b); })
+           .replace(/\\sqrt\s*\{([^{}]*)\}/g, function (m, a) { return "√" + group(a); });
+    }
+    return s
+      .replace(/\\([A-Za-z]+)/g, function (m, name) {
+        var sym = GREEK[name] !== undefined ? GREEK[name] : "";
+        return /^(sum|prod|cdot|times|approx|le|leq|ge|geq|ne|neq|in|to)$/.test(name) ? " " + sym + " " : sym;
+      })
       .replace(/\\[,;:! ]/g, " ")
-      .replace(/[{}$\\]/g, "")
+      .replace(/[{}$\\&]/g, "")
       .replace(/\s+/g, " ")
       .trim();
   }
+
+  // Page parts that are not text of the section (buttons, navigation) stay out of snippets.
+  var NOT_TEXT = ".bd-header-article, .prev-next-area, .prev-next-footer, .copybtn, .headerlink";
 
   function patchSearch() {
     // searchtools.js declares `const Search` (a global binding, not a property of window).
@@ -64,8 +75,9 @@
     Search.htmlToText = function (htmlString, anchor) {
       var doc = new DOMParser().parseFromString(htmlString, "text/html");
       doc.querySelectorAll(".math, script[type^='math/tex']").forEach(function (el) {
-        el.replaceWith(doc.createTextNode(plainMath(el.textContent)));
+        el.replaceWith(doc.createTextNode(" " + plainMath(el.textContent) + " "));
       });
+      doc.querySelectorAll(NOT_TEXT).forEach(function (el) { el.remove(); });
       return original(doc.documentElement.outerHTML, anchor);
     };
     Search._normlabPatched = true;
@@ -115,7 +127,8 @@
 
   function setupZoom() {
     document.addEventListener("click", function (event) {
-      var img = event.target.closest ? event.target.closest("img.nl-frame") : null;
+      var img = event.target.closest ? event.target.closest("img.nl-frame, .cell_output img") : null;
+      if (img && img.closest("a")) return;  // a figure that links to its own file opens that
       // only where the picture is shown well below its own size (phones, narrow windows)
       if (!img || img.naturalWidth < 1.2 * img.clientWidth) return;
       event.preventDefault();
