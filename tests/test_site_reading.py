@@ -274,7 +274,7 @@ OVERFLOW = """() => {
     const limit = Math.min(W, box ? box.getBoundingClientRect().right : W);
     if (r.right <= limit + 1) continue;
     // MathJax clips its own glyph boxes (accents, radicals) by a pixel or two: not the page's doing
-    if (box && box.closest('.MathJax, .MathJax_Display')) continue;
+    if (el.closest('.MathJax, .MathJax_Display') && r.right <= limit + 4) continue;
     const inExplorable = el.closest('.normlab-explorable');
     if (box && box.matches(SCROLL_BOXES) && !inExplorable && !box.querySelector('.normlab-explorable')) continue;
     let p = el.parentElement, dup = false;
