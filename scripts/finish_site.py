@@ -6,11 +6,16 @@ Two faces:
   finishes it copies the parts of MathJax 2.7 that the site uses from the installed
   `jupyter-server-mathjax` package into `_build/html/_static/mathjax/`, where `mathjax_path`
   points. Nothing is vendored in the repository and nothing is fetched from a CDN.
+  It also makes pages lighter: it drops pydata-sphinx-theme's `fontawesome.js` (1.45 MB, loaded by
+  every page; the theme's stylesheet draws the same icons from web fonts) and the search scripts
+  from pages other than search.html, and cuts the theme's icon CSS and fonts down to the icons the
+  site shows (drop_unused_scripts, slim_icons). And it links every figure drawn
+  by a code cell to its full-size PNG, so that a phone reader can tap a figure to zoom.
 * A script, run by `make book` after the build: `python scripts/finish_site.py [_build/html]`.
   It copies MathJax again if it is missing and checks every page: no <script>, <link>, <img>,
   <iframe>, <source> or <embed> loads anything from another host; every <img> has real alt text;
   each page with its images and slider frames stays under 3 MB (theme and MathJax files under
-  _static are shared by all pages and not counted). It exits 1 and lists
+  _static are shared by all pages and not counted); no page loads fontawesome.js. It exits 1 and lists
   the problems when a check fails.
 
 Plain <a href> links to other sites are allowed (launch buttons, references).
@@ -18,6 +23,7 @@ Plain <a href> links to other sites are allowed (launch buttons, references).
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from html.parser import HTMLParser
@@ -76,9 +82,130 @@ def copy_mathjax(site: Path) -> Path:
 
 
 # -- the Sphinx extension ---------------------------------------------------------------------
+FONTAWESOME_JS = "_static/scripts/fontawesome.js"
+_FONTAWESOME_TAG = re.compile(r'[ \t]*<script[^>]*src="[^"]*scripts/fontawesome\.js[^"]*"[^>]*></script>\n?')
+# pydata-sphinx-theme loads Sphinx's search code and the whole search index (~80 kB) on every page,
+# for a search-as-you-type box this site does not enable; only search.html needs them.
+_SEARCH_TAGS = re.compile(r'[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|'
+                          r'searchindex\.js)"></script>\n?')
+
+
+def drop_unused_scripts(site: Path) -> int:
+    """Remove from every page the <script> that loads fontawesome.js (1.45 MB: it only redraws the
+    theme's icons as SVG, which the theme's stylesheet already draws from Font Awesome's web fonts,
+    see slim_icons) and delete the file; remove the search scripts from every page but search.html.
+    Returns the number of pages changed."""
+    site = Path(site)
+    changed = 0
+    for page in site.rglob("*.html"):
+        if "_static" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        new = _FONTAWESOME_TAG.sub("", text)
+        if page.relative_to(site).as_posix() != "search.html":
+            new = _SEARCH_TAGS.sub("", new)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            changed += 1
+    for path in (site / FONTAWESOME_JS).parent.glob("fontawesome.js*"):
+        path.unlink()
+    return changed
+
+
+THEME_CSS = "_static/styles/pydata-sphinx-theme.css"
+FONT_DIR = "_static/vendor/fontawesome/webfonts"
+_ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:(?:before|after),?)+)\{content:"([^"]*)"\}')
+_ICON_NAME = re.compile(r"\bfa-([a-z0-9-]+)")
+_FONT_FACE = re.compile(r"(@font-face\{[^}]*?)src:url\(\.\./vendor/fontawesome/webfonts/(fa-[a-z]+-\d+)\.woff2\)"
+                        r"[^}]*\}")
+_CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{4,6})")
+
+
+def _icon_codepoints(css: str) -> set[int]:
+    """Private-use code points (where icon fonts keep their glyphs) that a stylesheet can draw:
+    escapes such as \\f0c9 and literal characters, in `content:` rules and --pst-icon-* variables."""
+    codes = {int(h, 16) for h in _CSS_ESCAPE.findall(css)} | {ord(c) for c in css}
+    return {c for c in codes if 0xE000 <= c <= 0xF8FF}
+
+
+def slim_icons(site: Path) -> tuple[int, int]:
+    """Keep only the Font Awesome icons the site can show. pydata-sphinx-theme.css carries a rule
+    for each of ~1900 icons (~85 kB) and points at three full web fonts (solid 152 kB, brands
+    115 kB, regular 25 kB); the pages show a dozen icons. Rules of icons that no page and no theme
+    script names are removed, and each font is replaced by a subset (made with fontTools from the
+    TrueType file the theme ships) holding only the glyphs the site's stylesheets can still draw.
+    Returns (bytes of CSS removed, code points kept); (0, 0) when already done or not applicable."""
+    site = Path(site)
+    css_path = site / THEME_CSS
+    if not css_path.is_file() or ".normlab.woff" in css_path.read_text(encoding="utf-8"):
+        return 0, 0
+    css = css_path.read_text(encoding="utf-8")
+    used = set()
+    for path in list(site.rglob("*.html")) + list((site / "_static" / "scripts").glob("*.js")):
+        used.update(_ICON_NAME.findall(path.read_text(encoding="utf-8", errors="replace")))
+
+    def keep_or_drop(m: re.Match) -> str:
+        names = re.findall(r"\.fa-([a-z0-9-]+):", m.group(1))
+        return "" if used.isdisjoint(names) else m.group(0)
+
+    slim = _ICON_RULE.sub(keep_or_drop, css)
+    codes = _icon_codepoints(slim)
+    for other in (site / "_static").rglob("*.css"):
+        if other != css_path and "mathjax" not in other.parts:
+            codes |= _icon_codepoints(other.read_text(encoding="utf-8", errors="replace"))
+
+    def subset_face(m: re.Match) -> str:
+        ttf = site / FONT_DIR / f"{m.group(2)}.ttf"
+        if not ttf.is_file():
+            return m.group(0)
+        from fontTools import subset
+
+        options = subset.Options()
+        options.flavor = "woff"  # zlib; woff2 would need the brotli module
+        options.layout_features = ["*"]
+        options.notdef_outline = True
+        font = subset.load_font(str(ttf), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=sorted(codes))
+        subsetter.subset(font)
+        name = f"{m.group(2)}.normlab.woff"
+        subset.save_font(font, str(site / FONT_DIR / name), options)
+        return f'{m.group(1)}src:url(../vendor/fontawesome/webfonts/{name}) format("woff")}}'
+
+    slim = _FONT_FACE.sub(subset_face, slim)
+    if slim == css:
+        return 0, 0
+    css_path.write_text(slim, encoding="utf-8")
+    return len(css) - len(slim), len(codes)
+
+
 def _on_build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
         copy_mathjax(Path(app.outdir))
+        drop_unused_scripts(Path(app.outdir))
+        slim_icons(Path(app.outdir))
+
+
+def _link_figures(app, doctree, docname) -> None:
+    """Make each figure (a code cell's plot or an image in the text) a link to its own full-size
+    file ("tap to zoom"): on a phone the page shows the figure at screen width, the link opens it at
+    full size. Sphinx writes such links itself only for images with a size option."""
+    from docutils import nodes
+    from sphinx.util.osutil import relative_uri
+
+    if app.builder.format != "html":
+        return
+    imgpath = relative_uri(app.builder.get_target_uri(docname), "_images")
+    for node in list(doctree.findall(nodes.image)):
+        if isinstance(node.parent, nodes.reference):
+            continue
+        uri = node.get("uri", "")
+        if uri not in app.env.images:
+            continue
+        ref = nodes.reference("", "", internal=True, refuri=f"{imgpath}/{app.env.images[uri][1]}",
+                              classes=["nl-zoom"])
+        node.replace_self(ref)
+        ref.append(node)
 
 
 def _is_thebe_asset(asset) -> bool:
@@ -133,6 +260,7 @@ def setup(app):
     app.connect("build-finished", _on_build_finished)
     app.connect("html-page-context", _drop_thebe_assets, priority=900)
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
+    app.connect("doctree-resolved", _link_figures, priority=950)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
@@ -202,9 +330,13 @@ def check_site(site: Path) -> list[str]:
         return [f"no HTML pages under {site}; run `make book` first"]
     if not (site / MATHJAX_DIR / "MathJax.js").is_file():
         problems.append(f"{MATHJAX_DIR}/MathJax.js is missing from the site")
+    if (site / FONTAWESOME_JS).exists():
+        problems.append(f"{FONTAWESOME_JS} is still in the site (1.45 MB that no page needs)")
     for page in pages:
         rel = page.relative_to(site)
         text = page.read_text(encoding="utf-8")
+        if "scripts/fontawesome.js" in text:
+            problems.append(f"{rel}: still loads fontawesome.js")
         scan = _PageScan()
         scan.feed(text)
         size = len(text.encode("utf-8"))
@@ -232,6 +364,8 @@ def main(argv: list[str]) -> int:
         return 1
     if not (site / MATHJAX_DIR / "MathJax.js").is_file():
         copy_mathjax(site)
+    drop_unused_scripts(site)
+    slim_icons(site)
     problems = check_site(site)
     for p in problems:
         print("finish_site:", p, file=sys.stderr)

@@ -99,3 +99,26 @@ class SiteServer:
         if path.is_dir():
             path = path / "index.html"
         return path if path.is_file() else None
+
+
+def write_report_section(title: str, lines: list[str]) -> Path:
+    """Write one titled section of _build/screenshots/report.txt, keeping the other sections.
+
+    Several browser test modules report into the same file; a section starts with a line
+    '== <title> ==' and runs to the next such line. Text before the first section (a module that
+    writes the whole file) is kept as it is."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    report = SCREENSHOTS / "report.txt"
+    old = report.read_text(encoding="utf-8") if report.is_file() else ""
+    head = f"== {title} =="
+    kept, skipping = [], False
+    for line in old.splitlines():
+        if line.startswith("== ") and line.endswith(" =="):
+            skipping = line == head
+        if not skipping:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    text = "\n".join(kept + ([""] if kept else []) + [head, *lines]) + "\n"
+    report.write_text(text, encoding="utf-8")
+    return report

@@ -1,0 +1,564 @@
+"""The book as a reader meets it, in Debian's chromium through Playwright (issue 13).
+
+Every page of _toc.yml is opened from the built site (served on 127.0.0.1, other hosts blocked) at a
+desktop size (1280x900) and a phone size (390x844), and checked for the failures a reader would
+see, not for the presence of things:
+
+* maths that failed to typeset: after MathJax has finished, the visible text outside code must
+  contain no TeX source (``$$``, a ``$`` glued to a word, ``\\frac``, ``\\hat``, ``\\(`` ...);
+* search result snippets without TeX source, and search over file:// without errors;
+* the sidebar toggles open and close the table of contents at both sizes; one search box;
+* at 390 px nothing is wider than the screen (the report names the element that is);
+* keyboard: at most 20 Tab presses from the top of a page to its first control; contrast of body
+  text, links, captions and readouts at least 4.5:1 in light and in dark mode;
+* weight: a page's first load over http (HTML and everything requested before a control is
+  touched) at most 1.5 MB; bytes and request counts are written to _build/screenshots/report.txt;
+* figures link to their full-size image (tap to zoom on a phone); the footer states the licences.
+
+Screenshots of every page at both sizes go to _build/screenshots/1280x900/ and 390x844/.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from browser_support import (
+    CHROMIUM_ARGS,
+    SCREENSHOTS,
+    SiteServer,
+    chromium_or_skip,
+    require_site,
+    toc_pages,
+    write_report_section,
+)
+
+pytestmark = pytest.mark.browser
+
+PAGES = toc_pages()
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+FIRST_LOAD_LIMIT = 1.5 * 1024 * 1024  # bytes: HTML plus everything it requests before a control is touched
+MAX_TABS = 20  # Tab presses from the top of a page to its first control
+MIN_CONTRAST = 4.5
+CONTROL = ".normlab-explorable input, .normlab-explorable select, .normlab-explorable button"
+FIRST_LOAD: dict[str, dict] = {}
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    return require_site()
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    with SiteServer(site) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+    if FIRST_LOAD:
+        lines = [f"{'page':36s} {'first-load KB':>13s} {'requests':>8s} {'tabs to control':>15s} {'raw TeX':>8s}"]
+        for name in PAGES:
+            r = FIRST_LOAD.get(name)
+            if r is None:
+                continue
+            tabs = "-" if r.get("tabs") is None else str(r["tabs"])
+            tex = "-" if r.get("raw_tex") is None else ("clean" if r["raw_tex"] == 0 else f"{r['raw_tex']} hits")
+            kb = "-" if r.get("bytes") is None else f"{r['bytes'] / 1024:.0f}"
+            req = "-" if r.get("requests") is None else str(r["requests"])
+            lines.append(f"{name:36s} {kb:>13s} {req:>8s} {tabs:>15s} {tex:>8s}")
+        write_report_section("First load over http at 1280x900 (tests/test_site_reading.py)", lines)
+
+
+class Reader:
+    """One page in a fresh browser context; records what went wrong and what was requested."""
+
+    def __init__(self, browser, server, site: Path, page_path: str, viewport=DESKTOP, dark=False, phone=False):
+        self.server, self.site = server, site
+        opts = {"viewport": viewport, "color_scheme": "dark" if dark else "light"}
+        if phone:
+            opts.update(is_mobile=True, has_touch=True, device_scale_factor=1)
+        self.context = browser.new_context(**opts)
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.requests: list[str] = []
+        self.page.route("**/*", self._route)
+        self.page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text}"))
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("request", lambda r: r.url.startswith("http") and self.requests.append(r.url))
+        self.url = server.base + page_path + ".html"
+        self.page.goto(self.url, wait_until="load")
+        wait_for_mathjax(self.page)
+        self.page.wait_for_load_state("networkidle")
+
+    def _route(self, route):
+        if self.server.is_local(route.request.url):
+            route.continue_()
+        else:
+            self.problems.append(f"blocked request to another host: {route.request.url}")
+            route.abort()
+
+    def first_load(self) -> tuple[int, int]:
+        """(bytes, requests) of everything requested so far (files as served, each URL once)."""
+        urls = list(dict.fromkeys(self.requests))
+        total = 0
+        for url in urls:
+            path = self.server.local_file(url, self.site)
+            if path is not None:
+                total += path.stat().st_size
+        return total, len(urls)
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def reader(browser, server, site):
+    opened = []
+
+    def _open(page_path: str, **kw) -> Reader:
+        r = Reader(browser, server, site, page_path, **kw)
+        opened.append(r)
+        return r
+
+    yield _open
+    for r in opened:
+        r.close()
+
+
+def wait_for_mathjax(page) -> None:
+    """Return once MathJax (when the page loads it) has processed its whole queue."""
+    page.evaluate("""() => new Promise(resolve => {
+      if (!document.querySelector('script[src*="mathjax/MathJax.js"]')) { resolve(false); return; }
+      const started = Date.now();
+      const poll = () => {
+        if (window.MathJax && MathJax.isReady && MathJax.Hub) { MathJax.Hub.Queue(() => resolve(true)); return; }
+        if (Date.now() - started > 20000) { resolve(false); return; }
+        setTimeout(poll, 50);
+      };
+      poll();
+    })""")
+
+
+def shot(page, size: str, page_path: str, suffix: str = "") -> None:
+    folder = SCREENSHOTS / size
+    folder.mkdir(parents=True, exist_ok=True)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(folder / (page_path.replace("/", "__") + suffix + ".png")), full_page=not suffix)
+
+
+# -- raw TeX in the visible text ----------------------------------------------------------------
+VISIBLE_TEXT = """() => {
+  const skip = 'script, style, noscript, template, pre, code, kbd, samp, textarea, .highlight, '
+             + '.MathJax, .MathJax_Display, .MathJax_Preview, .MJX_Assistive_MathML, .MathJax_SVG, '
+             + 'mjx-container, .nl-frame';
+  const out = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || el.closest(skip) || !n.textContent.trim()) continue;
+    if (!el.checkVisibility({visibilityProperty: true, opacityProperty: false})) continue;
+    out.push(n.textContent);
+  }
+  return out.join(' ');
+}"""
+
+# What maths that failed to typeset leaves behind in running text.
+RAW_TEX = re.compile(
+    r"\$\$"                          # display-maths fences
+    r"|(?<![\w\\])\$(?=[A-Za-z\\{])"   # a $ glued to the start of a formula: $x, $\hat
+    r"|(?<=[A-Za-z}])\$"             # a $ glued to the end of one: x$, }$
+    r"|\\[A-Za-z]{2,}"               # a TeX command: \frac \hat \partial \sum \cdot \underbrace ...
+    r"|\\[()\[\]]"                   # the \( \) \[ \] maths delimiters Sphinx writes
+    r"|[_^]\{"                       # sub/superscript groups: x_{j}, e^{...}
+)
+
+
+def raw_tex_hits(text: str) -> list[str]:
+    return [repr(text[max(0, m.start() - 30): m.end() + 30]) for m in RAW_TEX.finditer(text)]
+
+
+def test_raw_tex_pattern_catches_the_garbled_derivations():
+    """The scanner itself: what the broken 23.7/23.8 pages showed is caught, prose is not."""
+    broken = ["so that I \\cdot I \\cdots I = I$ holds", "Withtheproductruleon \\hat x_j = (x_j - \\mu),s",
+              "g_j = \\partial L/\\partial \\hat x_j", "$$", "where \\(\\gamma\\) scales", "x_{j} - \\mu"]
+    for text in broken:
+        assert raw_tex_hits(text), text
+    for text in ["costs $5 per hour", "LayerNorm (23.4) divides by the standard deviation",
+                 "a_b and x^2 in code-like prose", "see section 23.8's derivation"]:
+        assert not raw_tex_hits(text), text
+
+
+def test_scan_sees_tex_when_mathjax_does_not_run(browser, server, site):
+    """The scan reads the page a reader sees: with MathJax blocked, 23.8's formulas stay TeX source
+    and must be reported (so a clean result means typeset maths, not a blind scanner)."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.route("**/*", lambda route: route.abort() if "/mathjax/" in route.request.url else route.continue_())
+    try:
+        page.goto(server.base + "notebooks/08_backward.html", wait_until="load")
+        hits = raw_tex_hits(page.evaluate(VISIBLE_TEXT))
+    finally:
+        context.close()
+    assert len(hits) >= 10, f"with MathJax blocked the scan found only {hits}"
+
+
+# -- per page at 1280 px: raw TeX, weight, keyboard, screenshot -----------------------------------
+@pytest.mark.parametrize("page_path", PAGES)
+def test_desktop_page_reads_cleanly(reader, site, page_path):
+    """Typeset maths with no TeX left over; first load <= 1.5 MB; <= 20 Tabs to the first control."""
+    assert (site / f"{page_path}.html").is_file(), f"{page_path}.html was not built"
+    r = reader(page_path)
+    problems = list(r.problems)
+    text = r.page.evaluate(VISIBLE_TEXT)
+    hits = raw_tex_hits(text)
+    if hits:
+        problems.append(f"raw TeX in the visible text ({len(hits)}): " + "; ".join(hits[:8]))
+    size, count = r.first_load()
+    if size > FIRST_LOAD_LIMIT:
+        problems.append(f"first load is {size / 2**20:.2f} MB in {count} requests (limit 1.5 MB)")
+    shot(r.page, "1280x900", page_path)
+    tabs = None
+    if r.page.locator(CONTROL).count():
+        tabs = tabs_to_first_control(r.page)
+        if tabs is None or tabs > MAX_TABS:
+            problems.append(f"{tabs if tabs is not None else 'more than 150'} Tab presses from the top of the page "
+                            f"to its first control (limit {MAX_TABS}); stops on the way: {r.page.evaluate(TAB_STOPS)}")
+    FIRST_LOAD[page_path] = {"bytes": size, "requests": count, "tabs": tabs, "raw_tex": len(hits)}
+    assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
+
+
+TAB_STOPS = """() => Array.from(document.querySelectorAll('[tabindex]:not([tabindex="-1"])'))
+  .filter(el => el.checkVisibility()).slice(0, 8).map(el => el.tagName.toLowerCase() + '.' + el.className)"""
+
+
+def tabs_to_first_control(page, limit: int = 150) -> int | None:
+    page.evaluate("() => { window.scrollTo(0, 0); if (document.activeElement) document.activeElement.blur(); }")
+    page.locator("body").focus() if page.evaluate("() => document.body.tabIndex >= 0") else None
+    for presses in range(1, limit + 1):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"() => !!document.activeElement && document.activeElement.matches({CONTROL!r})"):
+            return presses
+    return None
+
+
+# -- phone: overflow, screenshots -----------------------------------------------------------------
+OVERFLOW = """() => {
+  // Everything that sticks out past the right edge of the screen, or past the visible part of the
+  // box that clips or scrolls it, except content of the boxes meant to scroll sideways (code,
+  // printed output, display maths, tables). Only the outermost offender of a subtree is listed.
+  const W = document.documentElement.clientWidth;
+  const SCROLL_BOXES = 'pre, div.highlight, div.math, .MathJax_Display, .pst-scrollable-table-container, '
+                     + '.cell_output .output';
+  const boxOf = el => { for (let p = el.parentElement; p && p !== document.body && p !== document.documentElement;
+                             p = p.parentElement)
+    if (getComputedStyle(p).overflowX !== 'visible') return p; return null; };
+  const reported = new Set();
+  const wide = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    if (!el.checkVisibility({visibilityProperty: true}) || el.closest('.MJX_Assistive_MathML')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    const box = boxOf(el);
+    const limit = Math.min(W, box ? box.getBoundingClientRect().right : W);
+    if (r.right <= limit + 1) continue;
+    // MathJax clips its own glyph boxes (accents, radicals) by a pixel or two: not the page's doing
+    if (el.closest('.MathJax, .MathJax_Display') && r.right <= limit + 4) continue;
+    const inExplorable = el.closest('.normlab-explorable');
+    if (box && box.matches(SCROLL_BOXES) && !inExplorable && !box.querySelector('.normlab-explorable')) continue;
+    let p = el.parentElement, dup = false;
+    for (; p; p = p.parentElement) if (reported.has(p)) { dup = true; break; }
+    reported.add(el);
+    if (dup) continue;
+    const cls = typeof el.className === 'string' ? el.className.trim().split(/\\s+/).slice(0, 3).join('.') : '';
+    const name = el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (cls ? '.' + cls : '');
+    const text = (el.getAttribute('aria-label') || el.textContent || '').trim().slice(0, 30);
+    wide.push(`${name} "${text}" (right edge ${Math.round(r.right)} px, visible to ${Math.round(limit)} px)`
+              + (inExplorable ? ` in explorable ${inExplorable.dataset.explorable || ''}` : ''));
+  }
+  return {scrollWidth: document.documentElement.scrollWidth, clientWidth: W, wide: wide.slice(0, 8),
+          count: wide.length};
+}"""
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_phone_page_fits_the_screen(reader, page_path):
+    """At 390x844 the page is no wider than the screen; wide tables and code scroll in their own box."""
+    r = reader(page_path, viewport=PHONE, phone=True)
+    shot(r.page, "390x844", page_path)
+    state = r.page.evaluate(OVERFLOW)
+    problems = list(r.problems)
+    if state["scrollWidth"] > state["clientWidth"] or state["wide"]:
+        problems.append(f"page is {state['scrollWidth']} px wide on a {state['clientWidth']} px screen; "
+                        f"{state['count']} element(s) stick out: {state['wide']}")
+    assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
+
+
+# -- sidebars --------------------------------------------------------------------------------------
+VISIBLE_TOGGLE = "button.primary-toggle:visible"
+TOC_LINK = "nav.bd-docs-nav a.reference.internal:visible"
+
+
+@pytest.mark.parametrize("size", ["1280x900", "390x844"])
+def test_sidebar_toggle_opens_and_closes_the_toc(reader, size):
+    page_path = "notebooks/04_layer_norm"
+    phone = size == "390x844"
+    r = reader(page_path, viewport=PHONE if phone else DESKTOP, phone=phone)
+    p = r.page
+    toggles = p.locator(VISIBLE_TOGGLE)
+    assert toggles.count() == 1, f"expected one visible 'toggle primary sidebar' button, found {toggles.count()}"
+    open_before = p.locator(TOC_LINK).count()
+    if phone:
+        assert open_before == 0, "on a phone the table of contents should start closed"
+    else:
+        assert open_before >= 10, f"on a desktop the table of contents should start open ({open_before} links)"
+    toggles.first.click()
+    p.wait_for_timeout(400)  # the themes animate the sidebar
+    after_one = p.locator(TOC_LINK).count()
+    if phone:
+        assert after_one >= 10, f"the toggle did not open the table of contents ({after_one} links visible)"
+        shot(p, size, page_path, "__toc-open")
+        assert p.locator("dialog#pst-primary-sidebar-modal[open]").count() == 1
+        p.keyboard.press("Escape")
+    else:
+        assert after_one == 0, f"the toggle did not close the table of contents ({after_one} links visible)"
+        toggles.first.click()
+    p.wait_for_timeout(400)
+    after_two = p.locator(TOC_LINK).count()
+    if phone:
+        assert after_two == 0, f"Escape did not close the table of contents ({after_two} links visible)"
+        # and the toggle opens it again after closing (the drawer is not single-use)
+        toggles.first.click()
+        p.wait_for_timeout(400)
+        assert p.locator(TOC_LINK).count() >= 10, "the toggle did not reopen the table of contents"
+    else:
+        assert after_two >= 10, f"the second click did not reopen the table of contents ({after_two} links)"
+    assert not r.problems, "\n".join(r.problems)
+
+
+def test_phone_page_contents_toggle_opens(reader):
+    """The 'on this page' button opens the page's section list on a phone."""
+    r = reader("notebooks/08_backward", viewport=PHONE, phone=True)
+    p = r.page
+    toggle = p.locator("button.secondary-toggle:visible")
+    assert toggle.count() == 1, f"expected one visible 'page contents' button, found {toggle.count()}"
+    links = "dialog#pst-secondary-sidebar-modal a.nav-link:visible"
+    assert p.locator(links).count() == 0
+    toggle.first.click()
+    p.wait_for_timeout(400)
+    assert p.locator(links).count() >= 2, "the page-contents toggle did not open the section list"
+    p.keyboard.press("Escape")
+    p.wait_for_timeout(300)
+    assert p.locator(links).count() == 0
+    assert not r.problems, "\n".join(r.problems)
+
+
+SEARCH_BOXES = "input[type=search]:visible, input[name=q]:visible, button.search-button__button:visible"
+
+
+@pytest.mark.parametrize("size", ["1280x900", "390x844"])
+def test_landing_page_has_one_search_box(reader, size):
+    phone = size == "390x844"
+    r = reader("book/intro", viewport=PHONE if phone else DESKTOP, phone=phone)
+    boxes = r.page.locator(SEARCH_BOXES)
+    described = [boxes.nth(i).evaluate("el => el.outerHTML.slice(0, 90)") for i in range(boxes.count())]
+    assert len(described) == 1, f"expected one search box on the landing page, found {described}"
+
+
+# -- search ----------------------------------------------------------------------------------------
+def _search_results(page) -> list[str]:
+    page.wait_for_function("() => /Search finished/i.test((document.getElementById('search-results') || "
+                           "{}).textContent || '')", timeout=20000)
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(300)
+    return page.evaluate("() => Array.from(document.querySelectorAll('#search-results li'))"
+                         ".map(li => li.innerText)")
+
+
+def test_search_snippets_show_no_tex(reader):
+    """'variance' is on pages whose paragraphs carry maths: its snippets must read as text."""
+    r = reader("search", )
+    r.page.goto(r.server.base + "search.html?q=variance")
+    results = _search_results(r.page)
+    assert len(results) >= 3, f"searching 'variance' found too little: {results}"
+    snippets = r.page.evaluate("() => Array.from(document.querySelectorAll('#search-results li p.context'))"
+                               ".map(p => p.textContent)")
+    assert snippets, "search results have no snippets over http"
+    bad = [h for s in snippets for h in raw_tex_hits(s)]
+    assert not bad, f"TeX source in search snippets: {bad[:6]}"
+    assert not r.problems, "\n".join(r.problems)
+
+
+def test_file_url_reading_and_search_work_without_errors(browser, site):
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto((site / "search.html").resolve().as_uri() + "?q=variance")
+        results = _search_results(page)
+        assert len(results) >= 3, f"search over file:// found too little: {results}"
+        assert not errors, f"console errors while searching over file://: {errors[:4]}"
+        # and a page with maths and sliders, read straight from disk
+        page.goto((site / "notebooks/08_backward.html").resolve().as_uri())
+        wait_for_mathjax(page)
+        hits = raw_tex_hits(page.evaluate(VISIBLE_TEXT))
+        assert not hits, f"raw TeX over file://: {hits[:4]}"
+        assert not errors, f"console errors reading 23.8 over file://: {errors[:4]}"
+    finally:
+        context.close()
+
+
+# -- contrast --------------------------------------------------------------------------------------
+CONTRAST = """() => {
+  const parse = c => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const v = m[1].split(/[ ,/]+/).filter(Boolean).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+  const lum = ([r, g, b]) => {
+    const f = x => { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const blend = (top, bottom) => {
+    const a = top[3]; return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat(1); };
+  const background = el => { const layers = [];
+    for (let p = el; p; p = p.parentElement) { const c = parse(getComputedStyle(p).backgroundColor);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
+    let bg = [255, 255, 255, 1];
+    if (!layers.length || layers[layers.length - 1][3] < 1) {
+      const root = parse(getComputedStyle(document.documentElement).backgroundColor);
+      if (root && root[3] > 0) bg = blend(root, bg); }
+    for (let i = layers.length - 1; i >= 0; i--) bg = blend(layers[i], bg);
+    return bg; };
+  const groups = {
+    'body text': 'article p, article li',
+    'links': 'article a, article a *',
+    'captions': 'article figcaption, article .caption, article caption',
+    'readouts': '.normlab-explorable .nl-readouts, .normlab-explorable .nl-readouts *, .normlab-explorable output',
+    'footer': '.bd-footer-content p, .bd-footer-content a, footer p, footer a',
+  };
+  const out = [];
+  for (const [group, sel] of Object.entries(groups)) {
+    let worst = null;
+    for (const el of document.querySelectorAll(sel)) {
+      const ownText = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+      if (!el.checkVisibility() || !ownText) continue;
+      const s = getComputedStyle(el); const fg0 = parse(s.color); if (!fg0) continue;
+      const bg = background(el); const fg = blend(fg0, bg);
+      const L1 = lum(fg), L2 = lum(bg); const ratio = (Math.max(L1, L2) + 0.05) / (Math.min(L1, L2) + 0.05);
+      if (!worst || ratio < worst.ratio) worst = {group, ratio, color: s.color,
+        bg: 'rgb(' + bg.slice(0, 3).map(Math.round).join(',') + ')',
+        text: el.textContent.trim().slice(0, 40), tag: el.tagName.toLowerCase() + '.' + (el.className || '')};
+    }
+    if (worst) out.push(worst);
+  }
+  return {mode: document.documentElement.dataset.theme, worst: out};
+}"""
+
+CONTRAST_PAGES = ["book/intro", "notebooks/01_what_you_will_learn", "notebooks/04_layer_norm",
+                  "notebooks/07_pre_post_norm", "notebooks/08_backward", "book/references"]
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("page_path", CONTRAST_PAGES)
+def test_text_contrast(reader, page_path, mode):
+    """Body text, links, captions, readouts and footer reach 4.5:1 against what is behind them."""
+    r = reader(page_path, dark=(mode == "dark"))
+    state = r.page.evaluate(CONTRAST)
+    assert state["mode"] == mode, f"the page did not switch to {mode} mode (data-theme={state['mode']!r})"
+    low = [w for w in state["worst"] if w["ratio"] < MIN_CONTRAST]
+    assert not low, f"{page_path} ({mode}): contrast below {MIN_CONTRAST}:1: " + "; ".join(
+        f"{w['group']} {w['ratio']:.2f}:1 ({w['color']} on {w['bg']}, {w['tag']} {w['text']!r})" for w in low)
+    assert {w["group"] for w in state["worst"]} >= {"body text", "footer"}
+
+
+# -- figures and footer ------------------------------------------------------------------------------
+class _Figures(HTMLParser):
+    """Images in a page with whether they sit in a link (its href) and in a code cell's output."""
+
+    VOID = {"img", "br", "hr", "input", "meta", "link", "source", "wbr", "area", "col", "embed", "param", "track"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, dict]] = []
+        self.images: list[dict] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            link = next((el[1].get("href") for el in reversed(self.stack) if el[0] == "a"), None)
+            in_output = any("cell_output" in (el[1].get("class") or "").split() for el in self.stack)
+            self.images.append({"src": a.get("src") or "", "cls": a.get("class") or "", "link": link,
+                                "in_output": in_output})
+        elif tag not in self.VOID:
+            self.stack.append((tag, a))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                break
+
+
+def test_every_figure_can_be_seen_at_full_size(site):
+    """On a phone figures are shrunk to the column. Each picture in a page is either a link to its
+    full-size file (figures Sphinx copied to _images) or a picture in a cell output (an explorable's
+    frame, a figure embedded in HTML), which normlab-book.js opens at full size when tapped."""
+    figures = 0
+    for page_path in PAGES:
+        html = (site / f"{page_path}.html").read_text(encoding="utf-8")
+        scan = _Figures()
+        scan.feed(html[html.find("<main"):html.rfind("</main>")])
+        for img in scan.images:
+            figures += 1
+            if "nl-frame" in img["cls"] or (img["in_output"] and not img["link"]):
+                continue
+            assert img["link"], f"{page_path}: figure {img['src'][:60]} is neither in a cell output nor a link"
+            assert img["link"] == img["src"], f"{page_path}: figure {img['src'][:60]} links to {img['link'][:60]}"
+    assert figures >= 5, f"only {figures} figures found in the whole site"
+
+
+def test_tapping_a_figure_on_a_phone_shows_it_at_full_size(reader):
+    r = reader("notebooks/04_layer_norm", viewport=PHONE, phone=True)
+    p = r.page
+    frame = p.locator("img.nl-frame").first
+    frame.scroll_into_view_if_needed()
+    shown, natural = frame.evaluate("img => [img.clientWidth, img.naturalWidth]")
+    assert natural >= 1.2 * shown, f"the figure is shown at {shown} of {natural} px: nothing to zoom"
+    frame.tap()
+    dialog = p.locator("dialog#nl-zoom-dialog[open]")
+    dialog.wait_for(timeout=3000)
+    big = dialog.locator("img")
+    assert big.get_attribute("src") == frame.get_attribute("src")
+    width = big.evaluate("img => img.getBoundingClientRect().width")
+    assert width >= natural - 1, f"the zoomed figure is {width} px wide, its own size is {natural} px"
+    shot(p, "390x844", "notebooks/04_layer_norm", "__zoomed")
+    p.keyboard.press("Escape")
+    p.wait_for_timeout(200)
+    assert p.locator("dialog#nl-zoom-dialog[open]").count() == 0, "Escape did not close the zoomed figure"
+    frame.tap()
+    dialog.wait_for(timeout=3000)
+    p.locator("dialog#nl-zoom-dialog").tap(position={"x": 40, "y": 400})
+    p.wait_for_timeout(200)
+    assert p.locator("dialog#nl-zoom-dialog[open]").count() == 0, "a tap did not close the zoomed figure"
+    assert not r.problems, "\n".join(r.problems)
+
+
+def test_footer_states_the_licences(site):
+    for page_path in PAGES:
+        html = (site / f"{page_path}.html").read_text(encoding="utf-8")
+        start = html.find('<footer class="bd-footer-content')
+        assert start >= 0, f"{page_path}: no content footer"
+        footer = html[start:html.find("</footer>", start)]
+        assert "CC BY 4.0" in footer and "creativecommons.org/licenses/by/4.0/" in footer, \
+            f"{page_path}: footer does not state CC BY 4.0 for the text and figures"
+        assert "MIT" in footer, f"{page_path}: footer does not state the MIT licence for the code"
