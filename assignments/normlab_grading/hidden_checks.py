@@ -191,26 +191,34 @@ def check_kernel() -> None:
 
 # --- delegation to normlab_core ------------------------------------------------------------------------
 
-_TRIP_SOURCE = (
-    "def _tripwire(*args, **kwargs):\n"
-    "    __normlab_tripped__.append({name!r})\n"
-    "    raise RuntimeError('this part must be computed without normlab_core.{name}')\n"
-)
+def _tripwire_code(name: str, freevars: tuple):
+    """A code object that records `name` in __normlab_tripped__ and raises; it has the given free variables,
+    so it can replace the code of a closure (a decorated function) too."""
+    outer = "".join(f"    {v} = None\n" for v in freevars)
+    touch = f"        ({', '.join(freevars)},)\n" if freevars else ""
+    source = (f"def _outer():\n{outer}    def _tripwire(*args, **kwargs):\n{touch}"
+              f"        __normlab_tripped__.append({name!r})\n"
+              f"        raise RuntimeError('this part must be computed without normlab_core.{name}')\n"
+              f"    return _tripwire\n")
+    scope: dict = {}
+    exec(compile(source, "<tripwire>", "exec"), scope)  # noqa: S102
+    code = scope["_outer"]().__code__
+    return code if code.co_freevars == freevars else None
 
 
 def _core_functions(modules: tuple[str, ...]) -> list:
-    """The plain functions (no closure) defined in the given normlab_core submodules, with their names."""
+    """The functions defined in the given normlab_core submodules (and their classes), with their names."""
     found = []
     for modname in modules:
         module = sys.modules.get(f"normlab_core.{modname}")
         if module is None:
             continue
         for name, obj in list(vars(module).items()):
-            if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__ and not obj.__closure__:
+            if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
                 found.append((f"{modname}.{name}", obj))
             elif isinstance(obj, type) and obj.__module__ == module.__name__:
                 for attr, meth in list(vars(obj).items()):
-                    if isinstance(meth, types.FunctionType) and not meth.__closure__:
+                    if isinstance(meth, types.FunctionType):
                         found.append((f"{modname}.{name}.{attr}", meth))
     return found
 
@@ -221,11 +229,12 @@ def _tripwires(modules: tuple[str, ...], tripped: list):
     saved = []
     try:
         for qualname, fn in _core_functions(modules):
-            scope: dict = {}
-            exec(compile(_TRIP_SOURCE.format(name=qualname), "<tripwire>", "exec"), scope)  # noqa: S102
+            code = _tripwire_code(qualname, fn.__code__.co_freevars)
+            if code is None:
+                continue
             saved.append((fn, fn.__code__))
             fn.__globals__["__normlab_tripped__"] = tripped
-            fn.__code__ = scope["_tripwire"].__code__
+            fn.__code__ = code
         yield
     finally:
         for fn, code in saved:
@@ -245,7 +254,7 @@ def _no_delegation(part: str, modules: tuple[str, ...], thunk):
             result = None
     if tripped:
         raise HiddenCheckFailed(
-            f"{part} calls normlab_core's own implementation ({', '.join(sorted(set(tripped)))}); this part asks "
+            f"{part} calls normlab_core's own implementation (normlab_core.{tripped[0]}); this part asks "
             "you to write the computation yourself, so it scores 0. Replace the call with your own code.")
     return result
 
