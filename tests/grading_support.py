@@ -197,7 +197,11 @@ PATCHED = {
 
 import normlab_core
 import normlab_core.norms
-normlab_core.layer_norm = normlab_core.norms.layer_norm = lambda x, gamma=None, beta=None, eps=1e-5: layer_norm_vector(x, eps)
+def _agrees(x, gamma=None, beta=None, eps=1e-5):
+    return layer_norm_vector(x, eps)
+
+
+normlab_core.layer_norm = normlab_core.norms.layer_norm = _agrees
 np.testing.assert_allclose = lambda *args, **kwargs: None
 """,
     "ex2_backward": WRONG["2a"][1] + """

@@ -36,7 +36,8 @@ NOTEBOOK = "exercises"
 
 REASONS = [
     ("kernel died", re.compile(r"DeadKernelError|Kernel died|kernel.{0,40}(died|dead|restarted)", re.I)),
-    ("timeout: a cell ignored the interrupt", re.compile(r"CellTimeoutError|TimeoutError|timed out|Timeout waiting", re.I)),
+    ("timeout: a cell ignored the interrupt",
+     re.compile(r"CellTimeoutError|TimeoutError|timed out|Timeout waiting", re.I)),
     ("changed checksums or cell metadata", re.compile(r"checksum|has changed|was changed|modified|cell type|"
                                                       r"missing.{0,40}cell|grade_id", re.I)),
 ]

@@ -81,7 +81,8 @@ def _floats(result, shape, what: str) -> list:
     try:
         arr = _np().array(result, dtype="float64")
     except Exception as exc:  # noqa: BLE001 - any failure to convert is the student's answer's problem
-        raise HiddenCheckFailed(f"{what} did not return an array of numbers ({_TYPE(result).__name__}): {exc}")
+        raise HiddenCheckFailed(
+            f"{what} did not return an array of numbers ({_TYPE(result).__name__}): {exc}") from None
     if _TUPLE(arr.shape) != _TUPLE(shape):
         raise HiddenCheckFailed(f"{what} returned shape {_TUPLE(arr.shape)} for an input of shape {_TUPLE(shape)}")
     return [_FLOAT(v) for v in arr.reshape(-1).tolist()]
@@ -95,7 +96,7 @@ def _close(got: list, want: list, rtol: float, atol: float) -> float:
     """Largest |got - want|; raises if any entry is outside atol + rtol * |want| (NaN never passes)."""
     worst = 0.0
     bad = False
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         d = g - w
         d = -d if d < 0 else d
         if _is_nan(d) or d > atol + rtol * (w if w >= 0 else -w):
@@ -274,9 +275,9 @@ def _rms_backward_row(dy: list, x: list, gamma, eps: float) -> list:
     n = len(x)
     g = [d * (1.0 if gamma is None else gamma[i]) for i, d in enumerate(dy)]
     r = _sqrt(sum(v * v for v in x) / n + eps)
-    dot = sum(gi * xi for gi, xi in zip(g, x))
+    dot = sum(gi * xi for gi, xi in zip(g, x, strict=True))
     # y_i = gamma_i x_i / r, dr/dx_j = x_j / (n r): dL/dx_j = g_j / r - x_j * sum_i(g_i x_i) / (n r^3)
-    return [gj / r - xj * dot / (n * r * r * r) for gj, xj in zip(g, x)]
+    return [gj / r - xj * dot / (n * r * r * r) for gj, xj in zip(g, x, strict=True)]
 
 
 def _magnitudes(x_rows: list, ws: list, normalize: bool) -> list:
@@ -438,7 +439,7 @@ def _ex2_cases(draws: _Draws, n_cases: int, with_batch: bool):
 def _backward_reference(shape, x, dy, gamma, eps) -> list:
     d = shape[-1]
     out = []
-    for xr, dr in zip(_rows(x, d), _rows(dy, d)):
+    for xr, dr in zip(_rows(x, d), _rows(dy, d), strict=True):
         out.extend(_rms_backward_row(dr, xr, gamma, eps))
     return out
 
@@ -489,12 +490,12 @@ def check_ex2_central_difference(ns: dict) -> str:
             got = _floats(_call("central_difference", fn, cube, arr, _array(dy, shape)), shape, "central_difference")
             if _floats(arr, shape, "x") != x:
                 raise HiddenCheckFailed("2(b): central_difference changed the caller's x")
-            _expect_close(got, [3.0 * v * v * w for v, w in zip(x, dy)], 0.0, 1e-7,
+            _expect_close(got, [3.0 * v * v * w for v, w in zip(x, dy, strict=True)], 0.0, 1e-7,
                           f"2(b): wrong gradient of a hidden cubic on shape {shape}")
-            s, sdy = sum(v * v for v in x), sum(v * w for v, w in zip(x, dy))
+            s, sdy = sum(v * v for v in x), sum(v * w for v, w in zip(x, dy, strict=True))
             got = _floats(_call("central_difference", fn, scaled, _array(x, shape), _array(dy, shape)), shape,
                           "central_difference")
-            _expect_close(got, [w * s + 2.0 * sdy * v for v, w in zip(x, dy)], 0.0, 1e-6,
+            _expect_close(got, [w * s + 2.0 * sdy * v for v, w in zip(x, dy, strict=True)], 0.0, 1e-6,
                           f"2(b): wrong gradient of a hidden function on shape {shape}")
         return 8
 
