@@ -34,8 +34,9 @@ c.GenerateFeedback.preprocessors = [
 ]
 
 # The exchange through which `release_assignment`, `fetch_assignment`, `submit`, `collect`, `release_feedback`
-# and `fetch_feedback` pass notebooks (on JupyterHub: a folder every user can reach, nbgrader's default).
-c.Exchange.root = os.environ.get("NORMLAB_EXCHANGE", "/srv/nbgrader/exchange")
+# and `fetch_feedback` pass notebooks: on JupyterHub a folder every user can reach (nbgrader's default below).
+# Students' servers must be configured with the same root (see the instructor guide).
+c.Exchange.root = os.environ.get("NORMLAB_EXCHANGE", "/usr/local/share/nbgrader/exchange")
 
 # zip_collect: files downloaded from a learning platform go to downloaded/<assignment>/archive/ and must be
 # named <student id>_exercises.ipynb (inside a zip or not, in any sub-folder); nbgrader matches this pattern

@@ -52,6 +52,9 @@ def round_trip(tmp_path_factory):
         home = base / f"home-{student}"
         home.mkdir()
         homes[student] = home
+        # On a hub, a config file read by every user's server names the exchange (e.g. /etc/jupyter/).
+        (home / ".jupyter").mkdir()
+        (home / ".jupyter" / "nbgrader_config.py").write_text(f"c.Exchange.root = {str(exchange)!r}\n")
         who = {"cwd": home, "home": home, "exchange": exchange}
         nbgrader("fetch_assignment", mx.ASSIGNMENT, "--course", "normlab", **who)
         path = home / mx.ASSIGNMENT / mx.NOTEBOOK
