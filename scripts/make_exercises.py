@@ -5,8 +5,8 @@ nbgrader itself: the course folder `assignments/` is copied to a temporary direc
 generate_assignment` releases it there (solutions replaced by stubs, hidden tests removed), and the released
 notebook is copied into the book. Its answer and check cells are then tagged for the book and nbval only:
 
-- `raises-exception`: myst-nb (the book build, run with -W) and nbval let the cell raise; a blank answer
-  raises NotImplementedError and a check cell of a blank answer fails, by design;
+- `raises-exception`: myst-nb (the book build, run with -W) lets the cell raise (nbval would too); a blank
+  answer raises NotImplementedError and a check cell of a blank answer fails, by design;
 - `remove-output`: the book shows these cells without their (error) output;
 - `nbval-skip`: nbval does not run them, so the stored notebook carries no error output.
 
