@@ -3,17 +3,17 @@
     python -m normlab_grading.grade [ASSIGNMENT]      (from the course folder, default chapter23)
 
 1. scans every submission for code that tampers with grading (normlab_grading.review);
-2. autogrades every submission in submitted/ (`nbgrader autograde --force`); a submission that fails to grade
-   (its kernel died, a cell ignored the time limit's interrupt, cells or their metadata were changed) is graded
-   again on its own to record why;
+2. autogrades every submission in submitted/, one student at a time, with nbgrader's Python API (what
+   `nbgrader autograde --force --student <id>` does), and records why a submission failed to grade (its kernel
+   died, a cell ignored the time limit's interrupt, cells or their metadata were changed);
 3. checks that every check cell that passed printed the record of its hidden checks (a cell rewritten before
    it ran passes without one);
 4. writes feedback (`nbgrader generate_feedback`) and exports the gradebook to grades.csv, with two extra
-   columns: `grading_status` (`ok` or `FAILED: <why>`; a failed row's score is left empty, so it cannot pass
-   for a blank submission) and `review` (what the scan found);
+   columns: `grading_status` (`ok` or `FAILED: <why>`; a failed row's score and raw score are left empty, so
+   it cannot pass for a blank submission) and `review` (what the scan found);
 5. ends with the list of submissions that failed to grade and why, and exits with status 1 if there is one.
 
-Every nbgrader run's output is kept in logs/.
+The log of every step is kept in logs/.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from __future__ import annotations
 import csv
 import os
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -43,19 +41,24 @@ REASONS = [
 ]
 
 
-def env_with_venv() -> dict[str, str]:
-    """nbgrader runs `alembic` by name: put this Python's bin folder first on PATH."""
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    return env
+def course_api(course: Path):
+    """nbgrader's Python API on the course folder, configured by its nbgrader_config.py (run in this process,
+    so grading a class starts Python and nbgrader once instead of once per step)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    # nbgrader runs `alembic` by name to set up the gradebook: put this Python's bin folder first on PATH.
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 
-def nbgrader(course: Path, log: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env_with_venv(),
-                          capture_output=True, text=True)
+def keep_log(log: Path, what: str, result: dict) -> str:
+    text = f"$ {what}\n(success: {result.get('success')})\n{result.get('log', '')}\n{result.get('error', '')}"
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(f"$ nbgrader {' '.join(args)}\n(exit status {proc.returncode})\n{proc.stdout}\n{proc.stderr}")
-    return proc
+    log.write_text(text)
+    return text
 
 
 def why_failed(output: str) -> str:
@@ -85,9 +88,13 @@ def missing_hidden_records(graded: Path) -> list[str]:
     return missing
 
 
-def export(course: Path, log_dir: Path, status: dict[str, str], flags: dict[str, list[str]], assignment: str) -> Path:
+def export(course: Path, status: dict[str, str], flags: dict[str, list[str]], assignment: str) -> Path:
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
     out = course / "grades.csv"
-    nbgrader(course, log_dir / "export.log", "export", "--to", str(out))
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="normlab") as gb:
+        CsvExportPlugin(to=str(out)).export(gb)
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
     fields = list(rows[0].keys()) if rows else ["assignment", "student_id", "score", "max_score"]
@@ -102,7 +109,7 @@ def export(course: Path, log_dir: Path, status: dict[str, str], flags: dict[str,
         row["grading_status"] = st
         row["review"] = "; ".join(flags.get(row["student_id"], []))
         if st.startswith("FAILED"):
-            row["score"] = ""
+            row["score"] = row["raw_score"] = ""
     with open(out, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields + ["grading_status", "review"], extrasaction="ignore")
         writer.writeheader()
@@ -126,26 +133,25 @@ def grade(course: Path, assignment: str) -> int:
         if hits:
             flags[student] = hits
 
-    start = time.time() - 1
-    nbgrader(course, log_dir / "autograde.log", "autograde", assignment, "--force")
+    api = course_api(course)
     status: dict[str, str] = {}
     for student in submitted:
+        result = api.autograde(assignment, student, force=True, create=True)
+        text = keep_log(log_dir / f"autograde-{student}.log", f"nbgrader autograde {assignment} --student {student}",
+                        result)
         graded = course / "autograded" / student / assignment / f"{NOTEBOOK}.ipynb"
-        if graded.is_file() and graded.stat().st_mtime >= start:
-            missing = missing_hidden_records(graded)
-            status[student] = "ok" if not missing else (
-                f"FAILED: the hidden checks of {len(missing)} check cell(s) did not run "
-                f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): the cells were rewritten before "
-                "they ran; see the review list")
+        if not result.get("success") or not graded.is_file():
+            status[student] = f"FAILED: {why_failed(text)}"
             continue
-        again = nbgrader(course, log_dir / f"autograde-{student}.log", "autograde", assignment, "--force",
-                         "--student", student)
-        status[student] = f"FAILED: {why_failed(again.stdout + again.stderr)}"
-        if graded.is_file() and graded.stat().st_mtime >= start:
-            status[student] += " (graded on the second attempt; check the log)"
+        missing = missing_hidden_records(graded)
+        status[student] = "ok" if not missing else (
+            f"FAILED: the hidden checks of {len(missing)} check cell(s) did not run "
+            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): the cells were rewritten before "
+            "they ran; see the review list")
 
-    nbgrader(course, log_dir / "feedback.log", "generate_feedback", assignment, "--force")
-    csv_path = export(course, log_dir, status, flags, assignment)
+    result = api.generate_feedback(assignment, force=True)
+    keep_log(log_dir / "feedback.log", f"nbgrader generate_feedback {assignment}", result)
+    csv_path = export(course, status, flags, assignment)
 
     with open(csv_path, newline="") as fh:
         scores = {r["student_id"]: r for r in csv.DictReader(fh) if r["assignment"] == assignment}
