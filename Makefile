@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-determinism bench exercises lint clean
+.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-determinism bench exercises grade lint clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,7 +58,11 @@ bench: $(STAMP)
 exercises: $(STAMP)
 	$(BIN)/python scripts/make_exercises.py
 
+# Autograde every submission in assignments/submitted/, write feedback and grades.csv, list what failed to grade.
+grade: $(STAMP)
+	$(MAKE) -C assignments grade PYTHON=$(abspath $(BIN)/python)
+
 clean:
 	rm -rf _build .pytest_cache .hypothesis assignments/release assignments/autograded \
 	  assignments/submitted assignments/feedback assignments/gradebook.db \
-	  assignments/downloaded assignments/grades.csv
+	  assignments/downloaded assignments/grades.csv assignments/logs

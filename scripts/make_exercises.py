@@ -1,18 +1,31 @@
-"""Regenerate notebooks/10_exercises.ipynb, the student version of the section 23.10 exercises.
+"""The student notebook of section 23.10, and partial assignments for instructors.
 
-The student notebook is produced by nbgrader itself: the course folder `assignments/` is copied to a
-temporary directory, `nbgrader generate_assignment` releases it there (solutions replaced by stubs,
-hidden tests removed), and the released notebook is copied into the book. Answer cells and check cells
-are then tagged so that neither the book build nor nbval runs them (untouched, they raise
-NotImplementedError by design), and the remaining cells are executed so the notebook carries stored
-outputs.
+`make exercises` (no arguments) regenerates notebooks/10_exercises.ipynb. The student notebook is produced by
+nbgrader itself: the course folder `assignments/` is copied to a temporary directory, `nbgrader
+generate_assignment` releases it there (solutions replaced by stubs, hidden tests removed), and the released
+notebook is copied into the book. Its answer and check cells are then tagged for the book and nbval only:
 
-Run it with `make exercises`. Never edit notebooks/10_exercises.ipynb by hand.
+- `raises-exception`: myst-nb (the book build, run with -W) lets the cell raise (nbval would too); a blank
+  answer raises NotImplementedError and a check cell of a blank answer fails, by design;
+- `remove-output`: the book shows these cells without their (error) output;
+- `nbval-skip`: nbval does not run them, so the stored notebook carries no error output.
+
+None of these tags makes nbgrader skip a cell: `nbgrader validate` and the Validate button run every answer
+and check cell. (The tag `skip-execution` would make nbgrader skip them, and is never used here.) The other
+cells are executed so that the notebook carries stored outputs. Never edit notebooks/10_exercises.ipynb by
+hand.
+
+`python scripts/make_exercises.py --only 1,2,4 --name chapter23_part1` writes a new assignment
+`assignments/source/chapter23_part1/exercises.ipynb` holding only exercises 1, 2 and 4 (headings, answers,
+data, checks and the matching lines of the introduction), ready for `nbgrader generate_assignment
+chapter23_part1`. Exercises keep their numbers, so hidden checks and rubrics stay valid.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,8 +40,13 @@ COURSE = ROOT / "assignments"
 ASSIGNMENT = "chapter23"
 NOTEBOOK = "exercises.ipynb"
 TARGET = ROOT / "notebooks" / "10_exercises.ipynb"
-# nbval skips cells tagged nbval-skip; nbclient (used by myst-nb for the book) skips skip-execution.
-SKIP_TAGS = ("nbval-skip", "skip-execution")
+# Tags of the answer and check cells in the book's copy (see the module docstring); nbgrader ignores all three.
+BOOK_TAGS = ("raises-exception", "remove-output", "nbval-skip")
+# nbclient, myst-nb and nbgrader all skip cells with this tag; it is only used while storing outputs here.
+SKIP = "skip-execution"
+# What a course copy needs besides releases and submissions: the config, the sources and the grading helpers.
+COURSE_PARTS = ("nbgrader_config.py", "normlab_grading", "source", "Makefile")
+EXERCISE_HEADING = re.compile(r"^## Exercise (\d+)\b")
 
 
 def nbgrader_env() -> dict[str, str]:
@@ -39,47 +57,52 @@ def nbgrader_env() -> dict[str, str]:
 
 
 def copy_course(dest: Path) -> Path:
-    """Copy the course configuration and sources (not releases, submissions or the gradebook) to dest."""
+    """Copy the course configuration, grading helpers and sources (no releases, submissions or gradebook)."""
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(COURSE / "nbgrader_config.py", dest / "nbgrader_config.py")
-    shutil.copytree(COURSE / "source", dest / "source")
+    for part in COURSE_PARTS:
+        src = COURSE / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        elif src.is_file():
+            shutil.copy2(src, dest / part)
     return dest
 
 
-def nbgrader(course_root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run one nbgrader command from the course root; raise with its output if it fails."""
+def nbgrader(course_root: Path, *args: str, timeout: float = 600, check: bool = True,
+             env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run one nbgrader command from the course root; raise with its output if it fails and check is set."""
     proc = subprocess.run(
         [sys.executable, "-m", "nbgrader", *args],
         cwd=course_root,
-        env=nbgrader_env(),
+        env=env or nbgrader_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
     )
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
-def release(course_root: Path) -> Path:
+def release(course_root: Path, assignment: str = ASSIGNMENT) -> Path:
     """Run nbgrader generate_assignment in course_root; return the released notebook's path."""
-    nbgrader(course_root, "generate_assignment", ASSIGNMENT, "--force")
-    return course_root / "release" / ASSIGNMENT / NOTEBOOK
+    nbgrader(course_root, "generate_assignment", assignment, "--force")
+    return course_root / "release" / assignment / NOTEBOOK
 
 
 def is_student_cell(cell) -> bool:
-    """True for an answer cell or a check cell of code: the cells the book must not run."""
+    """True for an answer cell or a check cell of code: the cells that raise while the answers are blank."""
     meta = cell.metadata.get("nbgrader", {})
     return cell.cell_type == "code" and bool(meta.get("solution") or meta.get("grade"))
 
 
 def book_version(released: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The released notebook with every answer cell and check cell tagged so that it is not executed."""
+    """The released notebook with every answer cell and check cell tagged for the book and nbval."""
     nb = nbformat.from_dict(released)
     for cell in nb.cells:
         if is_student_cell(cell):
-            tags = list(cell.metadata.get("tags", []))
-            cell.metadata["tags"] = tags + [t for t in SKIP_TAGS if t not in tags]
+            tags = [t for t in cell.metadata.get("tags", []) if t != SKIP]
+            cell.metadata["tags"] = tags + [t for t in BOOK_TAGS if t not in tags]
     return nb
 
 
@@ -90,7 +113,10 @@ def build_unexecuted(workdir: Path) -> nbformat.NotebookNode:
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
-    """Run the cells that are not tagged skip-execution, in a fresh python3 kernel, storing outputs."""
+    """Run every cell except the answer and check cells in a fresh python3 kernel, storing outputs."""
+    for cell in nb.cells:
+        if is_student_cell(cell):
+            cell.metadata["tags"].append(SKIP)
     client = NotebookClient(
         nb,
         timeout=300,
@@ -99,11 +125,93 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
         store_widget_state=False,
         resources={"metadata": {"path": str(cwd)}},
     )
-    client.execute()
+    try:
+        client.execute()
+    finally:
+        for cell in nb.cells:
+            if is_student_cell(cell):
+                cell.metadata["tags"].remove(SKIP)
     return nb
 
 
-def main() -> None:
+# --- a subset of the exercises ---------------------------------------------------------------------------
+
+def exercise_of_cells(nb: nbformat.NotebookNode) -> list[int | None]:
+    """For each cell, the number of the exercise it belongs to (None before the first and from the closing part)."""
+    current, out = None, []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            m = EXERCISE_HEADING.match(cell.source)
+            current = int(m.group(1)) if m else None
+        out.append(current)
+    return out
+
+
+def _trim_intro(text: str, keep: set[int], numbers: list[int]) -> str:
+    """The introduction with only the learning goals and table rows of the kept exercises."""
+    lines, goal = [], 0
+    in_goals = False
+    for line in text.split("\n"):
+        if line.startswith("After these exercises"):
+            in_goals = True
+        elif in_goals and line.startswith("- "):
+            goal += 1
+            if numbers[goal - 1] not in keep:
+                continue
+        elif in_goals and line.strip() and not line.startswith("- "):
+            in_goals = False
+        row = re.match(r"^\| (\d+) \|", line)
+        if row and int(row.group(1)) not in keep:
+            continue
+        lines.append(line)
+    if goal != len(numbers):
+        raise ValueError(f"the introduction lists {goal} learning goals for {len(numbers)} exercises")
+    return "\n".join(lines)
+
+
+def subset(source: nbformat.NotebookNode, keep: set[int]) -> nbformat.NotebookNode:
+    """The source notebook with only the exercises in `keep` (numbers unchanged), its intro trimmed to match."""
+    owner = exercise_of_cells(source)
+    numbers = sorted({n for n in owner if n is not None})
+    unknown = sorted(keep - set(numbers))
+    if unknown or not keep:
+        raise ValueError(f"no exercise {unknown or '(none chosen)'}; the notebook has exercises {numbers}")
+    nb = nbformat.from_dict(source)
+    nb.cells = [c for c, n in zip(nb.cells, owner, strict=True) if n is None or n in keep]
+    intro = nb.cells[0]
+    intro.source = _trim_intro(intro.source, keep, numbers)
+    dropped = sorted(set(numbers) - keep)
+    for cell in nb.cells:
+        for n in dropped:
+            if re.search(rf"\bExercises? {n}\b", cell.source):
+                raise ValueError(f"a kept cell still refers to exercise {n}:\n{cell.source[:200]}")
+    return nb
+
+
+def write_subset(only: str, name: str) -> Path:
+    keep = {int(part) for part in only.replace(" ", "").split(",") if part}
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name) or name == ASSIGNMENT:
+        raise ValueError(f"--name must be a new assignment name of letters, digits, _ or -, got {name!r}")
+    source = nbformat.read(COURSE / "source" / ASSIGNMENT / NOTEBOOK, as_version=4)
+    nb = subset(source, keep)
+    target = COURSE / "source" / name / NOTEBOOK
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    return target
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="comma-separated exercise numbers for a partial assignment, e.g. 1,2,4")
+    parser.add_argument("--name", help="name of the partial assignment (a new folder under assignments/source/)")
+    args = parser.parse_args(argv)
+    if args.only or args.name:
+        if not (args.only and args.name):
+            parser.error("--only and --name go together")
+        target = write_subset(args.only, args.name)
+        print(f"wrote {target.relative_to(ROOT)}; release it with:\n"
+              f"  cd assignments && nbgrader generate_assignment {args.name}")
+        return
     with tempfile.TemporaryDirectory(prefix="normlab-exercises-") as tmp:
         nb = build_unexecuted(Path(tmp))
     os.environ.setdefault("MPLBACKEND", "Agg")
