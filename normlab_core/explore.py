@@ -18,10 +18,10 @@ import warnings
 
 import numpy as np
 
-from .controls import Choice, Slider
-from .style import HEIGHT_IN, WIDTH_IN, blank_figure, house_style, rgba_to_png
+from .controls import Choice, Preset, Slider
+from .style import DPI, HEIGHT_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style, rgba_to_png
 
-__all__ = ["Choice", "Explorable", "Slider", "catalog", "get", "show", "STATIC_ENV"]
+__all__ = ["Choice", "Explorable", "Preset", "Slider", "catalog", "get", "show", "try_this", "STATIC_ENV"]
 
 from .display import STATIC_ENV, static_mode
 
@@ -31,7 +31,7 @@ class Explorable:
 
     def __init__(self, name: str, controls: dict, setup, update, *, title: str = "", alt="",
                  blit: bool = True, width: float = WIDTH_IN, height: float = HEIGHT_IN,
-                 max_frames: int = 150):
+                 max_frames: int = 400, presets: dict | None = None):
         self.name = name
         self.controls = dict(controls)
         self.title = title
@@ -39,8 +39,37 @@ class Explorable:
         self.blit = blit
         self.size = (width, height)
         self.max_frames = max_frames
+        self.presets = self._check_presets(presets or {})
         self._fig = None
         self._lock = threading.RLock()
+
+    def _check_presets(self, presets: dict) -> dict:
+        """The presets, checked: each is a Preset naming known controls at values among their positions."""
+        if not isinstance(presets, dict):
+            raise TypeError(f"{self.name}: presets must be a dict of label -> Preset, got {type(presets).__name__}")
+        for label, p in presets.items():
+            if not isinstance(label, str) or not label.strip():
+                raise ValueError(f"{self.name}: a preset label must be a non-empty string, got {label!r}")
+            if not isinstance(p, Preset):
+                raise TypeError(f"{self.name}: preset {label!r} must be a Preset(values, notice), "
+                                f"got {type(p).__name__}")
+            unknown = sorted(set(p.values) - set(self.controls))
+            if unknown:
+                raise ValueError(f"{self.name}: preset {label!r} names unknown control(s) {unknown}; "
+                                 f"the controls are {list(self.controls)}")
+            for k, v in p.values.items():
+                allowed = self.controls[k].positions()
+                same = [a for a in allowed if a == v and isinstance(a, bool) == isinstance(v, bool)]
+                if not same:
+                    raise ValueError(f"{self.name}: preset {label!r} sets {k}={v!r}, which is not exactly one "
+                                     f"of that control's positions {allowed!r}")
+                p.values[k] = same[0]  # the stop itself (0 -> 0.0 on a float slider)
+        return dict(presets)
+
+    @property
+    def css_width(self) -> int:
+        """Width in CSS pixels the figure is shown at (its bitmap is SHARPNESS times wider)."""
+        return round(self.size[0] * DPI)
 
     def __repr__(self) -> str:
         return f"Explorable({self.name!r}, controls={list(self.controls)})"
@@ -67,6 +96,12 @@ class Explorable:
                 merged[k] = int(v)  # 7.0 -> 7: update() may index with it
         return merged
 
+    def preset_values(self, label: str) -> dict:
+        """Every control's value in preset `label`: its defaults overridden by the preset's values."""
+        if label not in self.presets:
+            raise ValueError(f"{self.name} has no preset {label!r}; its presets are {list(self.presets)}")
+        return self.values(**self.presets[label].values)
+
     def alt(self, **values) -> str:
         """Alt text of the figure at these values."""
         values = self.values(**values)
@@ -75,7 +110,7 @@ class Explorable:
     # -- drawing --------------------------------------------------------------------------------
     def _ensure_figure(self):
         if self._fig is None:
-            fig = blank_figure(*self.size)
+            fig = blank_figure(*self.size, dpi=DPI * SHARPNESS)
             with house_style():
                 art = self._setup(fig)
             self._animated = list(art.get("animated", [])) if self.blit else []
@@ -150,6 +185,22 @@ def get(name: str) -> Explorable:
     if name not in entries:
         raise KeyError(f"no explorable named {name!r}; known: {', '.join(sorted(entries))}")
     return entries[name]
+
+
+def try_this_markdown(exp: Explorable) -> str:
+    """The "Try this" list of an explorable's presets as Markdown text (deterministic)."""
+    if not exp.presets:
+        raise ValueError(f"{exp.name} has no presets, so there is nothing to try; give it presets=...")
+    lines = ["**Try this** (each button above the figure sets that state):", ""]
+    lines += [f"- **{label}**: {p.notice.strip()}" for label, p in exp.presets.items()]
+    return "\n".join(lines)
+
+
+def try_this(name: str):
+    """A bulleted "Try this" list (IPython Markdown) from the presets of catalog entry `name`."""
+    from IPython.display import Markdown
+
+    return Markdown(try_this_markdown(get(name)))
 
 
 def show(name: str, **values):

@@ -25,6 +25,7 @@ COLORS = {
 WIDTH_IN = 7.2   # the book's text column at DPI below is 648 px wide
 HEIGHT_IN = 3.3
 DPI = 90
+SHARPNESS = 2    # explorable frames are drawn at DPI * SHARPNESS and shown at WIDTH_IN * DPI CSS pixels
 
 RC = {
     "font.size": 9,
@@ -46,9 +47,9 @@ def house_style():
     return matplotlib.rc_context(RC)
 
 
-def blank_figure(width: float = WIDTH_IN, height: float = HEIGHT_IN) -> Figure:
+def blank_figure(width: float = WIDTH_IN, height: float = HEIGHT_IN, dpi: float = DPI) -> Figure:
     """An empty Figure on an Agg canvas (no pyplot state), constrained layout."""
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
