@@ -24,8 +24,9 @@ lab: $(STAMP)
 # The static site: notebooks are executed with NORMLAB_STATIC=1, so every explorable
 # is written out as a pre-rendered slider that works without a kernel.
 book: $(STAMP)
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute
-	NORMLAB_STATIC=1 MPLBACKEND=Agg $(BIN)/jupyter-book build . --path-output . -W -n --keep-going
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/nl-frames
+	NORMLAB_STATIC=1 NORMLAB_FRAMES=$(CURDIR)/_build/nl-frames MPLBACKEND=Agg $(BIN)/jupyter-book build . --path-output . -W -n --keep-going
+	$(BIN)/python scripts/place_frames.py _build/html _build/nl-frames
 	$(BIN)/python scripts/finish_site.py _build/html
 	@echo "Site: _build/html/index.html  (view: $(BIN)/python -m http.server -d _build/html)"
 
