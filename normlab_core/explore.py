@@ -25,6 +25,8 @@ __all__ = ["Choice", "Explorable", "Preset", "Slider", "catalog", "get", "show",
 
 from .display import STATIC_ENV, static_mode
 
+BACKGROUNDS = 12  # cached backgrounds (one per set of axis limits) per explorable: ~3 MB each at 2x
+
 
 class Explorable:
     """A figure driven by controls; see the module docstring for the setup/update contract."""
@@ -117,6 +119,7 @@ class Explorable:
             for a in self._animated:
                 a.set_animated(True)
             self._fig, self._art, self._background = fig, art, None
+            self._backgrounds = {}
 
     def render(self, *, small: bool = False, **values) -> tuple[bytes, dict]:
         """(PNG bytes, readouts) at these values. Warnings raised while drawing become a 'note' readout."""
@@ -134,8 +137,7 @@ class Explorable:
                 limits = [ax.viewLim.bounds + (ax.get_xscale(), ax.get_yscale()) for ax in self._fig.axes]
                 if self._background is None or limits != self._limits:
                     self._limits = limits
-                    canvas.draw()
-                    self._background = canvas.copy_from_bbox(self._fig.bbox)
+                    self._background = self._background_for(limits)
                 canvas.restore_region(self._background)
                 for a in self._animated:
                     (a.axes or self._fig).draw_artist(a)
@@ -143,6 +145,28 @@ class Explorable:
                 canvas.draw()
             png = rgba_to_png(np.asarray(canvas.buffer_rgba()), small=small)
         return png, readouts
+
+    def _background_for(self, limits) -> object:
+        """The figure without its animated artists at these axis limits: drawn once per limits and kept
+        (up to BACKGROUNDS of them) with the axes positions the layout gave them, so that going back to
+        limits seen before costs a copy, not a full redraw."""
+        key = repr(limits)
+        if key in self._backgrounds:
+            background, positions = self._backgrounds.pop(key)
+            self._backgrounds[key] = (background, positions)  # most recently used last
+            for ax, (orig, active) in zip(self._fig.axes, positions, strict=True):
+                ax._set_position(orig, which="original")
+                ax._set_position(active, which="active")
+            return background
+        canvas = self._fig.canvas
+        canvas.draw()
+        background = canvas.copy_from_bbox(self._fig.bbox)
+        positions = [(ax.get_position(original=True).frozen(), ax.get_position(original=False).frozen())
+                     for ax in self._fig.axes]
+        self._backgrounds[key] = (background, positions)
+        while len(self._backgrounds) > BACKGROUNDS:
+            self._backgrounds.pop(next(iter(self._backgrounds)))
+        return background
 
     def frame(self, **values) -> bytes:
         """PNG of the figure at these values (defaults for the rest); reuses one figure."""
