@@ -72,14 +72,15 @@ def label(ax, xlabel: str, ylabel: str, title: str = "") -> None:
 
 
 def rgba_to_png(rgba: np.ndarray, *, small: bool = False) -> bytes:
-    """Encode an (H, W, 4) uint8 RGBA buffer as PNG; small=True quantizes to 128 colours for the static book."""
+    """Encode an (H, W, 4) uint8 RGBA buffer as PNG; small=True quantizes to 128 colours for the static book
+    (fast octree palette, no dithering: flat colours and antialiased edges stay exact enough, ~3x smaller)."""
     from PIL import Image
 
-    img = Image.fromarray(np.ascontiguousarray(rgba[..., :3]), "RGB")
+    img = Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB")
     buf = io.BytesIO()
     if small:
-        img.quantize(128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-            buf, format="PNG", optimize=True)
+        img.quantize(128, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(
+            buf, format="PNG", compress_level=6)
     else:
         img.save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
