@@ -229,7 +229,7 @@ GAIN_PRESETS = {
         "at gain 1.1 the curve passes 10 near layer 24 and keeps climbing in a straight line: after 96 layers "
         "the factor is 1.1^96 = 9412")),
     "gain 0.9": Preset({"gain": 0.9}, (
-        "a gain just under 1 shrinks the stream as surely: 0.0798 of its size after 24 layers, a tenth after "
+        "a gain just under 1 shrinks the stream as surely: 0.07977 of its size after 24 layers, a tenth after "
         "21.9 layers")),
     "gain 1": Preset({"gain": 1.0}, "only a gain of exactly 1 keeps the curve flat at every depth"),
     "gain 1.024, depth 96": Preset({"gain": 1.024, "depth": 96}, (
@@ -240,7 +240,7 @@ GAIN_PRESETS = {
     "gain 1.05, depth 96": Preset({"gain": 1.05, "depth": 96}, (
         "five percent per layer is already a factor 108.2 at depth 96")),
     "gain 1.01, depth 96": Preset({"gain": 1.01, "depth": 96}, (
-        "even a one-percent gain is worth a factor 2.6 over 96 layers")),
+        "even a one-percent gain is worth a factor 2.599 over 96 layers")),
 }
 
 BATCH_PRESETS = {

@@ -163,6 +163,7 @@ def entries() -> list:
                 f"{NORMS[norm][0]} of the input [-2,-1,0,1,2] + {offset:g} against component index, with the other "
                 f"norm dashed, on a fixed axis from {OUT_LIM[0]} to {OUT_LIM[1]}."),
             presets=OUTPUT_PRESETS,
+            height=2.9,
         ),
         Explorable(
             "overview_stack_depth",
@@ -178,5 +179,6 @@ def entries() -> list:
                 f"Log-log sensitivity of a residual stack with {NORMS[norm][0]} against depth 1 to {MAX_DEPTH}, "
                 f"{placement}-norm drawn bold, with markers at depth {depth}."),
             presets=DEPTH_PRESETS,
+            height=2.9,
         ),
     ]
