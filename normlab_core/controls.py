@@ -94,14 +94,19 @@ class Slider:
         return (self.zero and v == 0) or self.lo <= v <= self.hi
 
     def digits(self) -> int:
-        """Significant digits the labels need: every position distinct, and the default shown exactly."""
+        """Significant digits the labels need (at least 3): every position shown exactly (1.024, not 1.02),
+        or, for a position no short decimal holds, at least every position distinct and the default exact."""
         if self._digits is None:
             pos = self.positions()
-            for d in range(3, MAX_DIGITS + 1):
+
+            def ok(d, every):
                 shown = [_fmt(v, d) for v in pos]
-                if len(set(shown)) == len(shown) and float(_fmt(self.value, d)) == self.value:
-                    break
-            self._digits = d
+                exact = [float(t) == v for t, v in zip(shown, pos, strict=True)]
+                return (len(set(shown)) == len(shown) and float(_fmt(self.value, d)) == self.value
+                        and (all(exact) or not every))
+
+            self._digits = next((d for d in range(3, MAX_DIGITS + 1) if ok(d, True)),
+                                next((d for d in range(3, MAX_DIGITS + 1) if ok(d, False)), MAX_DIGITS))
         return self._digits
 
     def format(self, v) -> str:
