@@ -57,6 +57,8 @@ def _setup(fig):
         ax.set_xticks(idx)
         ax.set_xlim(-0.3, 5.3)
     note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color="#B00020")
+    for t in (*tick_texts, stats_in, note):   # texts that change never move the axes (one layout for all states)
+        t.set_in_layout(False)
     return {"line_in": line_in, "line_out": line_out, "note": note, "stats_in": stats_in,
             "band_hi": band_hi, "band_lo": band_lo, "ticks": tick_texts,
             "animated": [line_in, stats_in, line_out, band_hi, band_lo, note, *tick_texts]}
@@ -77,7 +79,7 @@ def _update(art, offset, scale, eps, gamma, beta):
         y = layer_norm(x, np.full(SHAPE.size, gamma), np.full(SHAPE.size, beta), eps=eps)
     if caught:  # only the 0/0 case warns
         art["line_out"].set_ydata(np.full(SHAPE.size, np.nan))
-        art["note"].set_text("variance 0 and eps 0: every output is 0/0 = NaN (nothing to draw)")
+        art["note"].set_text("variance 0 and eps 0:\nevery output is 0/0 = NaN (nothing to draw)")
         out = "NaN: every component is 0/0 (zero variance and no epsilon)"
         ratio = "undefined (0/0)"
     else:
@@ -87,11 +89,11 @@ def _update(art, offset, scale, eps, gamma, beta):
         r = var / (var + eps)
         ratio = f"{r:.6g}  (1 would mean epsilon is negligible; epsilon's share is {eps / (var + eps):.2g})"
         if var == 0:
-            art["note"].set_text("constant input: x - mean is 0, so every output is beta")
+            art["note"].set_text("constant input: x - mean is 0,\nso every output is beta")
         elif gamma == 0:
-            art["note"].set_text("gamma = 0: the scale is switched off, every output is beta")
+            art["note"].set_text("gamma = 0: the scale is switched off,\nevery output is beta")
         elif r < 0.5:
-            art["note"].set_text("var < eps: epsilon, not the data, sets the scale")
+            art["note"].set_text("var < eps: epsilon, not the data,\nsets the scale")
         else:
             art["note"].set_text("")
     divisor = math.sqrt(var + eps)

@@ -106,6 +106,7 @@ def _setup_precision(fig):
     ax_r.set_xlim(-1, POINTS.size)
     ax_r.legend(loc="lower right", fontsize=7)
     note = ax_r.text(0.03, 0.96, "", transform=ax_r.transAxes, va="top", fontsize=8, color="#B00020")
+    note.set_in_layout(False)
     label(ax_r, "component index i (41 inputs, sorted)", "re-stretched output  (dimensionless)",
           "Stored in 16 bits, then re-stretched")
     (c_ln,) = ax_e.plot(CURVE_OFFSETS, CURVE_OFFSETS * 0 + 1, color=COLORS["layer_norm"], label="LayerNorm")

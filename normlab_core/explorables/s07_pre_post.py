@@ -77,6 +77,7 @@ def _setup(fig):
     art["vline_n"] = ax_n.axvline(1, color="0.5", lw=0.8, ls="--")
     art["clip_note"] = ax_s.text(0.03, 0.30, "", transform=ax_s.transAxes, ha="left", va="bottom", fontsize=7.5,
                                  color="0.3")
+    art["clip_note"].set_in_layout(False)
     art["animated"] += [art["vline_s"], art["vline_n"], art["clip_note"]]
     label(ax_s, "depth (layers, log scale)", "||d out / d x0[0]|| (dimensionless)",
           "Sensitivity: post-norm fades with depth")

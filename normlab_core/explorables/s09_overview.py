@@ -42,6 +42,7 @@ def _setup_output(fig):
     art["text_o"] = ax_o.text(0.02, 0.97, "", transform=ax_o.transAxes, va="top", fontsize=8)
     label(ax_o, "component index i of x = [-2,-1,0,1,2] + offset", "y_i (dimensionless)",
           "Output: RMSNorm squeezes an offset input, LayerNorm does not")
+    art["text_o"].set_in_layout(False)
     art["animated"] = [art["other"], art["out"], art["text_o"]]
     return art
 
@@ -85,6 +86,7 @@ def _setup_depth(fig):
               fontsize=8, color="0.35")
     label(ax_s, "depth (layers, log scale)", "||d out / d x0[0]|| (dimensionless)",
           "Sensitivity to x0[0] against depth (chosen placement bold)")
+    art["text_s"].set_in_layout(False)
     art["animated"] += [art["vline"], art["text_s"]]
     return art
 
