@@ -84,13 +84,13 @@ def render_frames(exp, positions: list[list], folder: Path) -> dict:
 def control_html(i: int, name: str, c, positions: list, default: int) -> str:
     label = html.escape(c.label or name)
     if isinstance(c, Slider):
-        return (f"<label class='nl-control'><span class='nl-name'>{label}</span>"
-                f"<output>{html.escape(c.format(c.value))}</output>"
+        return (f"<label class='nl-control'><span class='nl-head'><span class='nl-name'>{label}</span> "
+                f"<output>{html.escape(c.format(c.value))}</output></span>"
                 f"<input type='range' min='0' max='{len(positions) - 1}' step='1' value='{default}' "
                 f"data-i='{i}' aria-label='{label}'></label>")
     opts = "".join(f"<option value='{j}'{' selected' if j == default else ''}>{html.escape(c.format(o))}</option>"
                    for j, o in enumerate(positions))
-    return (f"<label class='nl-control'><span class='nl-name'>{label}</span>"
+    return (f"<label class='nl-control'><span class='nl-head'><span class='nl-name'>{label}</span></span>"
             f"<select data-i='{i}' aria-label='{label}'>{opts}</select></label>")
 
 
@@ -143,13 +143,13 @@ def static_html(exp, folder: Path | None = None) -> str:
 _CSS = """
 .normlab-explorable.nl-v2 { max-width: 100%; margin: 0.5em 0 1em; }
 .normlab-explorable.nl-v2 .nl-controls { display: flex; flex-wrap: wrap; gap: 0.3em 1.4em; margin: 0.3em 0; }
-.normlab-explorable.nl-v2 .nl-control { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0 0.5em;
+.normlab-explorable.nl-v2 .nl-control { display: flex; flex-direction: column; justify-content: space-between;
   flex: 1 1 13em; min-width: 0; max-width: 100%; margin: 0; white-space: normal; }
-.normlab-explorable.nl-v2 .nl-name { overflow-wrap: anywhere; }
-.normlab-explorable.nl-v2 .nl-control output { font-weight: 600; font-variant-numeric: tabular-nums;
-  min-width: 0; margin: 0; }
-.normlab-explorable.nl-v2 input[type=range] { flex: 1 0 100%; width: 100%; min-width: 0; margin: 0.15em 0; }
-.normlab-explorable.nl-v2 select { max-width: 100%; }
+.normlab-explorable.nl-v2 .nl-head { overflow-wrap: anywhere; }
+.normlab-explorable.nl-v2 .nl-control output { display: inline; font-weight: 600; font-variant-numeric: tabular-nums;
+  margin: 0 0 0 0.3em; }
+.normlab-explorable.nl-v2 input[type=range] { width: 100%; min-width: 0; margin: 0.2em 0; }
+.normlab-explorable.nl-v2 select { max-width: 100%; align-self: flex-start; margin: 0.2em 0; }
 .normlab-explorable.nl-v2 .nl-presets { display: flex; flex-wrap: wrap; gap: 0.3em; align-items: center;
   margin: 0.2em 0 0.4em; }
 .normlab-explorable.nl-v2 .nl-presets button { font-size: 0.85em; padding: 0.1em 0.6em; border-radius: 0.9em;
@@ -173,23 +173,30 @@ _JS = """(function () {
   var inputs = Array.prototype.slice.call(root.querySelectorAll('[data-i]'));
   var img = root.querySelector('.nl-frame'), cur = root.querySelector('.nl-current');
   var buttons = Array.prototype.slice.call(root.querySelectorAll('button[data-preset]'));
-  var fetched = {}, active = false;
+  var loaders = {}, active = false, wanted = img.getAttribute('src');
+  loaders[wanted] = img;
   function state() { return inputs.map(function (el) { return parseInt(el.value, 10); }); }
   function flat(s) { var f = 0; for (var i = 0; i < s.length; i++) { f = f * d.sizes[i] + s[i]; } return f; }
   function url(s) { return d.dir + d.files[d.frames[flat(s)][0]]; }
+  // Frames are fetched by Image objects that are kept, so a request is never cut off half-way; the
+  // visible image switches to a frame once it has arrived, so it never shows a half-loaded frame.
+  function load(u) {
+    if (!loaders[u]) {
+      var im = new Image();
+      im.onload = function () { if (u === wanted) { img.setAttribute('src', u); } };
+      im.src = u;
+      loaders[u] = im;
+    }
+    return loaders[u];
+  }
   function prefetch(s) {
     for (var i = 0; i < s.length; i++) {
       [-1, 1].forEach(function (step) {
         var t = s.slice(); t[i] += step;
-        if (t[i] < 0 || t[i] >= d.sizes[i]) { return; }
-        var u = url(t);
-        if (!fetched[u]) { fetched[u] = true; new Image().src = u; }
+        if (t[i] >= 0 && t[i] < d.sizes[i]) { load(url(t)); }
       });
     }
-    Object.keys(d.presets).forEach(function (k) {
-      var u = url(d.presets[k]);
-      if (!fetched[u]) { fetched[u] = true; new Image().src = u; }
-    });
+    Object.keys(d.presets).forEach(function (k) { load(url(d.presets[k])); });
   }
   function paint() {
     var s = state(), f = d.frames[flat(s)];
@@ -197,8 +204,10 @@ _JS = """(function () {
       var o = el.parentElement.querySelector('output');
       if (o) { o.textContent = d.labels[i][s[i]]; }
     });
-    var u = url(s);
-    if (img.getAttribute('src') !== u) { img.setAttribute('src', u); }
+    wanted = url(s);
+    root.setAttribute('data-frame', wanted);
+    var im = load(wanted);
+    if (im.complete && im.naturalWidth > 0 && img.getAttribute('src') !== wanted) { img.setAttribute('src', wanted); }
     img.setAttribute('alt', d.alts[f[2]]);
     cur.innerHTML = d.readouts[f[1]];
     root.setAttribute('data-state', s.join(','));
