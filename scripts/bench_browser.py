@@ -1,0 +1,231 @@
+"""`make bench` (browser part): control change -> new image painted, in JupyterLab and in the static book page.
+
+Measured in the page itself: a keydown listener (capture phase) stamps performance.now() when the key
+reaches the page; a MutationObserver sees the image's `src` change; after the image's `load` (decoded)
+the next requestAnimationFrame callback stamps the end: the frame that paints the new image starts
+there. The key is pressed on the control the reader would use (the slider handle in JupyterLab, the
+range input in the book) with Playwright in Debian's chromium; moves go back and forth over each
+slider's stops, one at a time (each waits for its image), so every number is one complete round trip
+(JupyterLab: browser -> kernel draws -> browser). Toggles and presets are not timed.
+
+Writes _build/bench/browser.json and prints a table. Nothing is asserted; goals are reported as met or
+missed. Goals (issue 12): JupyterLab p90 <= 80 ms, static page p90 <= 50 ms.
+
+    .venv/bin/python scripts/bench_browser.py [--moves N] [--only lab|static] [--notebooks 04_layer_norm.ipynb ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from browser_support import CHROMIUM, SITE, SiteServer  # noqa: E402
+from lab_support import SECTION_NOTEBOOKS, LabPage, LabServer, launch_chromium  # noqa: E402
+
+OUT = ROOT / "_build" / "bench" / "browser.json"
+GOALS = {"lab_p90_ms": 80.0, "static_p90_ms": 50.0}
+
+# Installed once per page: stamps the key's arrival, and arms a probe on one image before each move.
+PROBE = """() => {
+  if (window.__nl) return;
+  window.__nl = {t0: null};
+  document.addEventListener('keydown', () => { window.__nl.t0 = performance.now(); }, true);
+  window.__nlArm = (img, timeout) => {
+    const old = img.src;
+    window.__nl.t0 = null;
+    window.__nl.pending = new Promise(resolve => {
+      const timer = setTimeout(() => { obs.disconnect(); resolve(null); }, timeout);
+      const painted = () => requestAnimationFrame(() => {
+        clearTimeout(timer); resolve(performance.now() - window.__nl.t0);
+      });
+      const obs = new MutationObserver(() => {
+        if (img.src === old) return;
+        obs.disconnect();
+        if (img.complete && img.naturalWidth) { img.decode().then(painted, painted); }
+        else { img.addEventListener('load', () => img.decode().then(painted, painted), {once: true}); }
+      });
+      obs.observe(img, {attributes: true, attributeFilter: ['src']});
+    });
+  };
+}"""
+
+
+def summary(ms: list[float]) -> dict:
+    if not ms:
+        return {"n": 0}
+    s = sorted(ms)
+    p90 = s[min(len(s) - 1, max(0, int(round(0.9 * len(s))) - 1))]
+    return {"n": len(s), "median_ms": round(statistics.median(s), 1), "p90_ms": round(p90, 1),
+            "min_ms": round(s[0], 1), "max_ms": round(s[-1], 1)}
+
+
+def timed_moves(page, img, target, keys: list[str], timeout_ms: int = 10000) -> tuple[list[float], int]:
+    """Press each key on `target` (focused), timing each to the painted image; (times, moves with no new image)."""
+    times, missed = [], 0
+    target.focus()
+    for key in keys:
+        page.evaluate("([img, t]) => window.__nlArm(img, t)", [img, timeout_ms])
+        target.press(key)
+        ms = page.evaluate("() => window.__nl.pending")
+        if ms is None:
+            missed += 1
+        else:
+            times.append(ms)
+    return times, missed
+
+
+def back_and_forth(n_stops: int, at: int, moves: int) -> list[str]:
+    """`moves` arrow keys that sweep from position `at` to the ends and back, never pushing past an end."""
+    keys, pos, step = [], at, 1 if at < n_stops - 1 else -1
+    while len(keys) < moves and n_stops > 1:
+        if not 0 <= pos + step < n_stops:
+            step = -step
+        pos += step
+        keys.append("ArrowRight" if step > 0 else "ArrowLeft")
+    return keys
+
+
+# -- JupyterLab ----------------------------------------------------------------------------------------
+
+def bench_lab(browser, notebooks: list[str], moves: int) -> dict:
+    from normlab_core import explore
+
+    per: dict[str, dict] = {}
+    everything: list[float] = []
+    with LabServer(notebooks) as server:
+        page = LabPage(browser, server)
+        page.page.evaluate(PROBE)
+        for nb in notebooks:
+            page.open(nb)
+            page.run_all()
+            names = [n for n, _ in json.loads(page.kernel(
+                "import json, normlab_core.live as L; print(json.dumps([[v.explorable.name, 0] "
+                "for v in L.views()]))").strip().splitlines()[-1])]
+            roots = page.page.query_selector_all(".jp-NotebookPanel:not(.lm-mod-hidden) .normlab-live")
+            for name, root in zip(names, roots, strict=False):
+                exp = explore.get(name)
+                root.scroll_into_view_if_needed()
+                img = root.query_selector("img")
+                times, missed = [], 0
+                sliders = root.query_selector_all(".widget-slider")
+                slider_names = [k for k, c in exp.controls.items() if hasattr(c, "stops")]
+                for k, el in zip(slider_names, sliders, strict=False):
+                    stops = exp.controls[k].positions()
+                    at = stops.index(exp.controls[k].value)
+                    t, m = timed_moves(page.page, img, el.query_selector(".noUi-handle"),
+                                       back_and_forth(len(stops), at, moves))
+                    times += t
+                    missed += m
+                    # back to the default so the next slider starts from the state the reader sees first
+                per[name] = {**summary(times), "no_new_image": missed, "notebook": nb}
+                everything += times
+            page.close_notebook()
+        problems = list(page.problems)
+        page.close()
+    return {"all": summary(everything), "explorables": per, "page_problems": problems}
+
+
+# -- static book page ----------------------------------------------------------------------------------
+
+def bench_static(browser, moves: int) -> dict:
+    pages = sorted((SITE / "notebooks").glob("0[1-9]_*.html"))
+    if not pages:
+        return {"error": f"no built book in {SITE}: run `make book` first"}
+    per: dict[str, dict] = {}
+    everything, first_visit, revisit = [], [], []
+    with SiteServer(SITE) as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.route("**/*", lambda r: r.continue_() if server.is_local(r.request.url) else r.abort())
+        for html in pages:
+            page.goto(server.base + f"notebooks/{html.name}", wait_until="load")
+            page.evaluate(PROBE)
+            for root in page.query_selector_all(".normlab-explorable"):
+                name = root.get_attribute("data-explorable")
+                img = root.query_selector("img.nl-frame") or root.query_selector("img")
+                root.scroll_into_view_if_needed()
+                seen: set[str] = {img.get_attribute("src")}
+                times, missed = [], 0
+                for rng in root.query_selector_all("input[type=range]"):
+                    n = int(rng.get_attribute("max")) + 1
+                    at = int(rng.evaluate("el => el.value"))
+                    rng.focus()
+                    for key in back_and_forth(n, at, moves):
+                        page.evaluate("([img, t]) => window.__nlArm(img, t)", [img, 10000])
+                        rng.press(key)
+                        ms = page.evaluate("() => window.__nl.pending")
+                        src = img.get_attribute("src")
+                        if ms is None:
+                            missed += 1
+                            continue
+                        times.append(ms)
+                        (revisit if src in seen else first_visit).append(ms)
+                        seen.add(src)
+                per[name] = {**summary(times), "no_new_image": missed, "page": html.name}
+                everything += times
+        context.close()
+    return {"all": summary(everything), "first_load_of_frame": summary(first_visit),
+            "frame_seen_before": summary(revisit), "explorables": per}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--moves", type=int, default=24, help="timed arrow-key moves per slider (default 24)")
+    ap.add_argument("--only", choices=["lab", "static"], help="measure one face only")
+    ap.add_argument("--notebooks", nargs="*", default=SECTION_NOTEBOOKS, help="section notebooks for JupyterLab")
+    args = ap.parse_args(argv)
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        print(f"bench_browser: {CHROMIUM} not found (apt-get install chromium); browser latency not measured")
+        return 0
+    from playwright.sync_api import sync_playwright
+
+    results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                           "load_avg": os.getloadavg()}, "goals": GOALS, "moves_per_slider": args.moves}
+    t0 = time.perf_counter()
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw, str(CHROMIUM))
+        if args.only in (None, "lab"):
+            results["lab"] = bench_lab(browser, args.notebooks, args.moves)
+        if args.only in (None, "static"):
+            results["static"] = bench_static(browser, args.moves)
+        browser.close()
+    results["seconds"] = round(time.perf_counter() - t0, 1)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+    print(f"\nbrowser latency: key on the control -> new image painted (ms), {args.moves} moves per slider")
+    print(f"{'face / explorable':44s} {'n':>5s} {'median':>8s} {'p90':>8s} {'max':>8s}")
+    for face, goal in (("lab", "lab_p90_ms"), ("static", "static_p90_ms")):
+        r = results.get(face)
+        if not r:
+            continue
+        if "error" in r:
+            print(f"{face:44s} {r['error']}")
+            continue
+        for name, s in r["explorables"].items():
+            if s.get("n"):
+                print(f"  {face}: {name:36s} {s['n']:5d} {s['median_ms']:8.1f} {s['p90_ms']:8.1f} {s['max_ms']:8.1f}")
+        a = r["all"]
+        if a.get("n"):
+            met = "met" if a["p90_ms"] <= GOALS[goal] else "MISSED"
+            print(f"{face + ' (all)':44s} {a['n']:5d} {a['median_ms']:8.1f} {a['p90_ms']:8.1f} {a['max_ms']:8.1f}"
+                  f"   goal p90 <= {GOALS[goal]:.0f} ms: {met}")
+        for sub in ("first_load_of_frame", "frame_seen_before"):
+            s = r.get(sub)
+            if s and s.get("n"):
+                print(f"  {face}: {sub:36s} {s['n']:5d} {s['median_ms']:8.1f} {s['p90_ms']:8.1f} {s['max_ms']:8.1f}")
+    print(f"wrote {OUT.relative_to(ROOT)} ({results['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,213 @@
+"""The live face in a real JupyterLab (Debian's chromium through Playwright), used as a learner uses it.
+
+Starts `jupyter lab` from the project's .venv on 127.0.0.1 (free port, token, a temporary copy of the
+section notebooks, so nothing is saved into the repository; requests to other hosts are blocked and
+reported). For every section notebook 01-09: Run All; no cell may end with an error or write to stderr.
+Then, for every live explorable the notebook shows (found through `normlab_core.live.views()`), every
+slider visits all of its stops by keyboard on its handle, every toggle button is clicked, every preset
+button (`.nl-preset`) is clicked. After each step:
+
+- the value the kernel drew (`LiveExplorable.drawn`) equals the expected state EXACTLY (types too): the
+  stop the control was moved to, every other control where it was left (nothing resets), the preset;
+- the page shows that state's frame (the same PNG, by checksum), its readouts and alt text and every
+  control's value label, as rendered independently by a fresh Explorable in a worker process (so the
+  image and readouts change exactly when they should);
+- the widget shows no error message.
+
+Also: the image is drawn at 2x its display width; at the end no cell output has an error, the server log
+has no traceback, the page had no script error and made no off-site request. One screenshot per
+explorable goes to _build/screenshots/lab-<name>.png. Marker `lab`; skips without chromium, fails under
+NORMLAB_REQUIRE_BROWSER=1.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import re
+import time
+
+import pytest
+from browser_support import SCREENSHOTS, chromium_or_skip
+from lab_support import (
+    JS_KERNEL_EXEC,
+    SECTION_NOTEBOOKS,
+    LabPage,
+    LabServer,
+    expected_views,
+    launch_chromium,
+    plan,
+)
+
+pytestmark = pytest.mark.lab
+
+STEP_TIMEOUT_MS = 15000  # one step: the kernel draws, the browser shows the new frame and readouts
+
+# The explorables the kernel holds, with the last values each one drew, exactly (floats via repr in JSON).
+DRAWN = """
+import json as _json, normlab_core.live as _live
+for _v in _live.views(): _v.wait()
+print(_json.dumps([[_v.explorable.name, _v.drawn] for _v in _live.views()], default=lambda o: o.item()))
+"""
+
+# What one explorable's widget shows: the image (length and tail of its src: see lab_support.src_key), the
+# visible readouts table (not the hidden one that keeps the height steady), each control's value label,
+# the alt text, the widget's text, and the image's bitmap and display widths.
+JS_STATE = """(root) => {
+  const img = root.querySelector('img.nl-frame') || root.querySelector('img');
+  const src = img ? img.src : '';
+  const table = root.querySelector('.nl-current table') || root.querySelector('table');
+  const rows = table ? Array.from(table.querySelectorAll('tr')).map(tr => [
+      (tr.querySelector('th') || {}).textContent, (tr.querySelector('td') || {}).textContent]) : [];
+  const controls = Array.from(root.querySelectorAll('.widget-slider, .widget-toggle-buttons, .widget-dropdown'))
+    .map(el => {
+      if (el.matches('.widget-toggle-buttons')) {
+        const on = el.querySelector('.widget-toggle-button.mod-active');
+        return on ? on.textContent.trim() : null;
+      }
+      const r = el.querySelector('.widget-readout');
+      return r ? r.textContent.trim() : null;
+    });
+  return {src: src.length + ':' + src.slice(-48), alt: img ? img.alt : null, readouts: rows, controls,
+          text: root.innerText, natural: img ? img.naturalWidth : 0,
+          shown: img ? img.getBoundingClientRect().width : 0};
+}"""
+
+# Wait (up to a timeout) until the widget shows `want`, then ask the kernel what it drew.
+JS_STEP = f"""async ([root, want, code, timeout]) => {{
+  const state = {JS_STATE};
+  const same = s => s.src === want.src && s.alt === want.alt &&
+    JSON.stringify(s.readouts) === JSON.stringify(want.readouts) &&
+    JSON.stringify(s.controls) === JSON.stringify(want.controls);
+  const t0 = performance.now();
+  let s = state(root);
+  while (!same(s) && performance.now() - t0 < timeout) {{
+    await new Promise(r => setTimeout(r, 15));
+    s = state(root);
+  }}
+  const k = await ({JS_KERNEL_EXEC})(code);
+  return {{s, k}};
+}}"""
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+
+
+def same(a: dict, b: dict) -> bool:
+    """Equal values of equal types (1 != 1.0 here: the kernel must draw the stop itself)."""
+    return a.keys() == b.keys() and all(type(a[k]) is type(b[k]) and a[k] == b[k] for k in a)
+
+
+@pytest.fixture(scope="module")
+def expected():
+    """name -> future of expected_views(name), computed in one worker process while JupyterLab runs."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    from normlab_core import explore
+
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    futures = {name: pool.submit(expected_views, name) for name in explore.catalog()}
+    yield futures
+    pool.shutdown(cancel_futures=True)
+
+
+@pytest.fixture(scope="module")
+def lab(expected):
+    executable = chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with LabServer() as server, sync_playwright() as pw:
+        browser = launch_chromium(pw, executable)
+        page = LabPage(browser, server)
+        yield page, server
+        page.close()
+        browser.close()
+
+
+def exercise(page: LabPage, root, index: int, exp, views: list[dict]) -> tuple[int, list[str]]:
+    """Take every step of plan(exp) on the widget `root` (the kernel's views()[index]); (steps, failures)."""
+    failures = []
+    steps = plan(exp)
+    elements = root.query_selector_all(".widget-slider, .widget-toggle-buttons, .widget-dropdown")
+    if len(elements) != len(exp.controls):
+        return 0, [f"{len(elements)} controls on the page, the explorable has {list(exp.controls)}"]
+    presets = {b.inner_text().strip(): b for b in root.query_selector_all(".nl-preset")}
+    if list(presets) != list(exp.presets or {}):
+        failures.append(f"preset buttons {list(presets)}, expected {list(exp.presets or {})}")
+        steps = [s for s in steps if s[1] != "preset"]
+    focused = None
+    for (what, kind, ci, arg, state), want in zip(steps, views, strict=False):
+        if kind == "key":
+            if focused != ci:
+                elements[ci].query_selector(".noUi-handle").focus()
+                focused = ci
+            page.page.keyboard.press(arg)
+        elif kind == "click":
+            elements[ci].query_selector_all(".widget-toggle-button")[arg].click()
+            focused = None
+        elif kind == "preset":
+            presets[arg].click()
+            focused = None
+        r = page.page.evaluate(JS_STEP, [root, want, DRAWN, STEP_TIMEOUT_MS])
+        shown, k = r["s"], r["k"]
+        if k["status"] != "ok" or k["err"]:
+            failures.append(f"{what}: asking the kernel what it drew failed: {k['err']}")
+            continue
+        name, got = json.loads(k["out"].strip().splitlines()[-1])[index]
+        assert name == exp.name, f"views()[{index}] is {name}, the page's widget {index} is {exp.name}"
+        if not same(got, state):
+            failures.append(f"{what}: the kernel drew {got}, expected exactly {state}")
+        if shown["src"] != want["src"]:
+            failures.append(f"{what}: the image is not the frame drawn here at {state}")
+        for key in ("readouts", "controls", "alt"):
+            if shown[key] != want[key]:
+                failures.append(f"{what}: {key} shown {shown[key]!r}, expected {want[key]!r}")
+        for bad in ("Could not draw", "Traceback"):
+            if bad in shown["text"]:
+                failures.append(f"{what}: the widget says {shown['text'][:300]!r}")
+                break
+        if kind == "none" and shown["natural"] < 1.9 * shown["shown"]:
+            failures.append(f"the image is {shown['natural']} px wide, shown at {shown['shown']:.0f} CSS px "
+                            "(should be drawn at 2x)")
+    return len(steps), failures
+
+
+@pytest.mark.parametrize("nb", SECTION_NOTEBOOKS)
+def test_lab_notebook(lab, expected, nb):
+    from normlab_core import explore
+
+    page, server = lab
+    page.problems.clear()
+    t0 = time.monotonic()
+    page.open(nb)
+    try:
+        page.run_all()
+        problems = page.output_problems()
+        assert not problems, f"{nb}: after Run All:\n" + "\n".join(problems)
+        t_run = time.monotonic() - t0
+
+        shown = [name for name, _ in json.loads(page.kernel(DRAWN).strip().splitlines()[-1])]
+        roots = page.page.query_selector_all(".jp-NotebookPanel:not(.lm-mod-hidden) .normlab-live")
+        assert len(roots) == len(shown), f"{nb}: {len(roots)} live widgets on the page, the kernel made {shown}"
+        failures, total = [], 0
+        for i, (name, root) in enumerate(zip(shown, roots, strict=True)):
+            classes = root.get_attribute("class").split()
+            assert f"nl-{slug(name)}" in classes, f"{nb}: widget {i} has classes {classes}, expected nl-{slug(name)}"
+            root.scroll_into_view_if_needed()
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            root.screenshot(path=str(SCREENSHOTS / f"lab-{slug(name)}.png"))
+            n, bad = exercise(page, root, i, explore.get(name), expected[name].result(timeout=600))
+            total += n
+            failures += [f"{name}: {b}" for b in bad]
+        print(f"{nb}: ran in {t_run:.1f} s; {len(shown)} explorables, {total} steps in "
+              f"{time.monotonic() - t0 - t_run:.1f} s")
+        problems = page.output_problems()
+        assert not failures, f"{nb}: {len(failures)} failures in {total} steps:\n" + "\n".join(failures[:40])
+        assert not problems, f"{nb}: after moving the controls:\n" + "\n".join(problems)
+        assert not page.problems, f"{nb}: in the page:\n" + "\n".join(page.problems)
+        tracebacks = [line for line in server.log().splitlines() if "Traceback" in line]
+        assert not tracebacks, f"{nb}: the server log has a traceback:\n" + server.log()[-3000:]
+    finally:
+        page.close_notebook()
