@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-determinism bench exercises lint clean
+.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-lab test-determinism bench exercises lint clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest tests -m "not browser"
+	MPLBACKEND=Agg $(BIN)/pytest tests -m "not browser and not lab"
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)
@@ -47,14 +47,20 @@ test-notebooks: $(STAMP)
 test-book: book
 	$(BIN)/pytest tests -m browser
 
+# The live widgets in a private JupyterLab driven by chromium (tests/test_lab.py; a temporary copy of notebooks/).
+test-lab: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/pytest tests -m lab
+
 # Everything CI checks.
-test: lint test-unit test-notebooks test-book
+test: lint test-unit test-notebooks test-book test-lab
 
 test-determinism: $(STAMP)
 	for run in 1 2 3; do MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS) || exit 1; done
 
 bench: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m scripts.bench
+	@test -f _build/html/index.html || $(MAKE) book
+	MPLBACKEND=Agg $(BIN)/python scripts/bench_browser.py
 
 exercises: $(STAMP)
 	$(BIN)/python scripts/make_exercises.py
