@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from .controls import Choice, Preset, Slider
-from .style import DPI, HEIGHT_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style, rgba_to_png
+from .style import DPI, HEIGHT_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style, make_palette, rgba_to_png
 
 __all__ = ["Choice", "Explorable", "Preset", "Slider", "catalog", "get", "show", "try_this", "STATIC_ENV"]
 
@@ -120,6 +120,22 @@ class Explorable:
                 a.set_animated(True)
             self._fig, self._art, self._background = fig, art, None
             self._backgrounds = {}
+            self._palette = self._make_palette()
+
+    def _make_palette(self):
+        """The PNG palette of this explorable, from one full drawing at its defaults (so every frame is
+        encoded the same way whichever state is drawn first)."""
+        with warnings.catch_warnings(), house_style():
+            warnings.simplefilter("ignore")
+            self._update(self._art, **self.defaults())
+        for a in self._animated:
+            a.set_animated(False)
+        try:
+            self._fig.canvas.draw()
+        finally:
+            for a in self._animated:
+                a.set_animated(True)
+        return make_palette(np.asarray(self._fig.canvas.buffer_rgba()))
 
     def render(self, *, small: bool = False, **values) -> tuple[bytes, dict]:
         """(PNG bytes, readouts) at these values. Warnings raised while drawing become a 'note' readout."""
@@ -143,7 +159,7 @@ class Explorable:
                     (a.axes or self._fig).draw_artist(a)
             else:
                 canvas.draw()
-            png = rgba_to_png(np.asarray(canvas.buffer_rgba()), small=small)
+            png = rgba_to_png(np.asarray(canvas.buffer_rgba()), small=small, palette=self._palette)
         return png, readouts
 
     def _background_for(self, limits) -> object:

@@ -58,9 +58,9 @@ def sweep_values(exp) -> list[dict]:
 
 def naive_frame(exp, values: dict) -> bytes:
     """What a plain `interact` callback does: a new figure from scratch, a full draw and a PNG, per change."""
-    from normlab_core.style import blank_figure, house_style, rgba_to_png
+    from normlab_core.style import DPI, SHARPNESS, blank_figure, house_style, rgba_to_png
 
-    fig = blank_figure(*exp.size)
+    fig = blank_figure(*exp.size, dpi=DPI * SHARPNESS)
     with warnings.catch_warnings(), house_style():
         warnings.simplefilter("ignore")
         art = exp._setup(fig)
@@ -190,7 +190,7 @@ def bench_burst(exp, n: int = 50) -> dict:
         "ms": _ms(elapsed),
         "draws": live.draws - draws_before,
         "finished": bool(done),
-        "shows_last_value": live.current_values()[name] == widget.value and live.image.value == expected,
+        "shows_last_value": live.current_values()[name] == widget.value and live.png == expected,
     }
 
 
