@@ -271,6 +271,47 @@ def bench_throughput(shape=(8192, 4096), repeats: int = 9) -> dict:
     }
 
 
+# -- the static site --------------------------------------------------------------------------------------
+
+def bench_site(site: Path) -> dict | None:
+    """Sizes of the built book (None when `make book` has not run): the whole site, the explorables' frame
+    files, and per page with explorables its first load (HTML + the files it loads before a control moves,
+    shared theme/MathJax files under _static not counted) and what its frames add up to."""
+    import re
+
+    from scripts.finish_site import _is_shared, _local_size, _PageScan
+
+    if not (site / "index.html").is_file():
+        return None
+    files = [f for f in site.rglob("*") if f.is_file()]
+    frames = [f for f in files if "nl-frames" in f.parts]
+    pages = {}
+    for page in sorted(site.rglob("*.html")):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        n_exp = len(re.findall(r'class="normlab-explorable', text))
+        if not n_exp:
+            continue
+        scan = _PageScan()
+        scan.feed(text)
+        first = len(text.encode("utf-8")) + sum(_local_size(page, url, site) for _, url in scan.resources
+                                                if not url.startswith("data:") and not _is_shared(page, url, site))
+        own_frames = [f for f in frames if page.parent in f.parents]
+        pages[page.relative_to(site).as_posix()] = {
+            "explorables": n_exp, "html_kb": round(len(text.encode("utf-8")) / 1024, 1),
+            "first_load_kb": round(first / 1024, 1),
+            "frame_files": len(own_frames), "frames_mb": round(sum(f.stat().st_size for f in own_frames) / 2**20, 2),
+        }
+    return {
+        "site_mb": round(sum(f.stat().st_size for f in files) / 2**20, 1),
+        "frame_files": len(frames),
+        "frames_mb": round(sum(f.stat().st_size for f in frames) / 2**20, 1),
+        "first_load_goal_kb": 1536,
+        "pages": pages,
+    }
+
+
 # -- report -----------------------------------------------------------------------------------------------
 
 def _flag(ok: bool) -> str:
@@ -320,6 +361,15 @@ def print_table(res: dict) -> None:
     print(f"  layer_norm >= {GOALS['layer_norm_vs_memcpy']} x memcpy: "
           f"{_flag(t['layer_norm_vs_memcpy'] >= GOALS['layer_norm_vs_memcpy'])}; "
           f"RMSNorm is {t['rms_over_layer_norm_speed']:.2f}x as fast as LayerNorm")
+    site = res.get("static_site")
+    if site:
+        print(f"\nstatic site: {site['site_mb']} MB in all, {site['frame_files']} frame files ({site['frames_mb']} MB)")
+        print(f"  {'page':40s} {'first load KB':>13s} {'frames':>7s} {'frames MB':>9s}  goal <= 1536 KB")
+        for name, r in site["pages"].items():
+            print(f"  {name:40s} {r['first_load_kb']:13.1f} {r['frame_files']:7d} {r['frames_mb']:9.2f}  "
+                  f"{_flag(r['first_load_kb'] <= site['first_load_goal_kb'])}")
+    else:
+        print("\nstatic site: not built (run `make book` first to get its sizes here)")
     print(f"\nwritten: {OUT}")
 
 
@@ -360,6 +410,7 @@ def main(argv=None) -> dict:
     res["burst"] = {"changes": 50, "worst": worst, "per_explorable": per}
     res["sensitivity_curve"] = bench_sensitivity(1024, args.repeats, args.skip_fd)
     res["layer_norm"] = bench_throughput(repeats=args.repeats)
+    res["static_site"] = bench_site(Path("_build/html"))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2) + "\n")
     print_table(res)
