@@ -89,7 +89,11 @@ class LiveExplorable(widgets.VBox):
         label_px = min(240, 20 + 7 * longest)  # about 7 px per character of the widget font
         self.controls = {k: control_widget(k, c, label_px) for k, c in explorable.controls.items()}
         for k, v in values.items():
-            self.controls[k].value = v
+            stops = explorable.controls[k].positions()
+            if v not in stops:
+                raise ValueError(f"{explorable.name}: {k}={v!r} is not one of the positions the live controls "
+                                 f"offer {stops!r}")
+            self.controls[k].value = stops[stops.index(v)]
         self.buttons = {}
         for label in explorable.presets:
             b = widgets.Button(description=label, tooltip=explorable.presets[label].notice,

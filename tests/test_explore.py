@@ -461,6 +461,8 @@ def test_live_view_classes_size_and_registry(no_thread_errors):
     assert views()[-2:] == [first, second]
     assert {"normlab-live", "nl-toy-presets"} <= set(first._dom_classes)
     assert second.drawn == {"a": 0.7, "mode": "flat"}
+    with pytest.raises(ValueError, match="not one of the positions"):
+        exp.live(a=0.5)  # in range, but not a stop the controls can show
     width = int.from_bytes(first.png[16:20], "big")  # PNG IHDR
     assert width == 2 * exp.css_width
     assert f"width='{exp.css_width}'" in first.image.value
