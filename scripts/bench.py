@@ -89,12 +89,14 @@ def bench_explorable(exp, naive_max: int) -> dict:
         png_s.append(t)
         return out
 
-    frame_s, draw_s, redraws, slowest = [], [], 0, (0.0, None)
+    frame_s, draw_s, cpu_s, redraws, slowest = [], [], [], 0, (0.0, None)
     exp._update, explore.rgba_to_png = timed_update, timed_png
     try:
         for v in values:
             background, n_update, n_png = exp._background, len(update_s), len(png_s)
+            c0 = time.process_time()
             t, _ = _timed(exp.frame, **v)
+            cpu_s.append(time.process_time() - c0)
             frame_s.append(t)
             # what is left of the frame after update() and the PNG: restoring the background and drawing
             # the animated artists, or a full canvas draw when the limits changed
@@ -114,6 +116,8 @@ def bench_explorable(exp, naive_max: int) -> dict:
         "update_ms_median": _ms(statistics.median(frame_s)),
         "naive_ms_median": _ms(statistics.median(naive_s)),
         "update_ms_median_cached": _ms(statistics.median(cached_s)),
+        # CPU time of this process per frame: what the frame costs without other programs' load
+        "update_cpu_ms_median": _ms(statistics.median(cpu_s)),
         "update_ms_max": _ms(max(frame_s)),
         "frames": len(frame_s),
         "naive_frames": len(naive_s),
@@ -321,13 +325,17 @@ def _flag(ok: bool) -> str:
 def print_table(res: dict) -> None:
     print(f"normlab bench  ({res['machine']['nproc']} cores, numpy {res['machine']['numpy']}, "
           f"command: {res['command']})\n")
-    print(f"{'explorable':28s} {'warm ms':>8s} {'cached':>7s} {'naive ms':>9s} {'speedup':>8s} "
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"load average at the end: {load:.1f} on {res['machine']['nproc']} cores (wall times grow with it; "
+          "'cpu ms' is this process's CPU time per frame)\n")
+    print(f"{'explorable':28s} {'warm ms':>8s} {'cpu ms':>7s} {'cached':>7s} {'naive ms':>9s} {'speedup':>8s} "
           f"{'redraws':>8s} {'goal':>5s}")
     for name, r in res["explorables"].items():
         if "error" in r:
             print(f"{name:28s} ERROR {r['error']}")
             continue
-        print(f"{name:28s} {r['update_ms_median']:8.1f} {r['update_ms_median_cached']:7.1f} "
+        print(f"{name:28s} {r['update_ms_median']:8.1f} {r['update_cpu_ms_median']:7.1f} "
+              f"{r['update_ms_median_cached']:7.1f} "
               f"{r['naive_ms_median']:9.1f} {r['speedup']:7.1f}x {r['full_redraws']:>4d}/{r['frames']:<3d} "
               f"{_flag(r['meets_goal']):>5s}")
     for name, r in res["explorables"].items():
