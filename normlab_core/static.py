@@ -185,6 +185,7 @@ _JS = """(function () {
       var im = new Image();
       im.onload = function () { if (u === wanted) { img.setAttribute('src', u); } };
       im.src = u;
+      if (im.decode) { im.decode().catch(function () {}); }  // decoded ahead: the swap paints at once
       loaders[u] = im;
     }
     return loaders[u];
