@@ -284,6 +284,7 @@ def bench_site(site: Path) -> dict | None:
     import re
 
     from scripts.finish_site import _is_shared, _local_size, _PageScan
+    from scripts.place_frames import page_frames
 
     if not (site / "index.html").is_file():
         return None
@@ -301,11 +302,12 @@ def bench_site(site: Path) -> dict | None:
         scan.feed(text)
         first = len(text.encode("utf-8")) + sum(_local_size(page, url, site) for _, url in scan.resources
                                                 if not url.startswith("data:") and not _is_shared(page, url, site))
-        own_frames = [f for f in frames if page.parent in f.parents]
+        own_frames = {page.parent / folder / name for folder, names in page_frames(text) for name in names}
         pages[page.relative_to(site).as_posix()] = {
             "explorables": n_exp, "html_kb": round(len(text.encode("utf-8")) / 1024, 1),
             "first_load_kb": round(first / 1024, 1),
-            "frame_files": len(own_frames), "frames_mb": round(sum(f.stat().st_size for f in own_frames) / 2**20, 2),
+            "frame_files": len(own_frames),
+            "frames_mb": round(sum(f.stat().st_size for f in own_frames if f.is_file()) / 2**20, 2),
         }
     return {
         "site_mb": round(sum(f.stat().st_size for f in files) / 2**20, 1),
