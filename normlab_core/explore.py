@@ -121,6 +121,23 @@ class Explorable:
             self._fig, self._art, self._background = fig, art, None
             self._backgrounds = {}
             self._palette = self._make_palette()
+            self._home = self._positions()
+
+    def _positions(self) -> list:
+        return [(ax.get_position(original=True).frozen(), ax.get_position(original=False).frozen())
+                for ax in self._fig.axes]
+
+    def _set_positions(self, positions) -> None:
+        for ax, (orig, active) in zip(self._fig.axes, positions, strict=True):
+            ax._set_position(orig, which="original")
+            ax._set_position(active, which="active")
+
+    def _full_draw(self) -> None:
+        """Draw the whole figure with the layout started from the same place every time (the layout
+        after the first drawing): constrained layout starts from the current axes positions, so without
+        this a frame would depend on which frames were drawn before it."""
+        self._set_positions(self._home)
+        self._fig.canvas.draw()
 
     def _make_palette(self):
         """The PNG palette of this explorable, from one full drawing at its defaults (so every frame is
@@ -158,7 +175,7 @@ class Explorable:
                 for a in self._animated:
                     (a.axes or self._fig).draw_artist(a)
             else:
-                canvas.draw()
+                self._full_draw()
             png = rgba_to_png(np.asarray(canvas.buffer_rgba()), small=small, palette=self._palette)
         return png, readouts
 
@@ -170,15 +187,11 @@ class Explorable:
         if key in self._backgrounds:
             background, positions = self._backgrounds.pop(key)
             self._backgrounds[key] = (background, positions)  # most recently used last
-            for ax, (orig, active) in zip(self._fig.axes, positions, strict=True):
-                ax._set_position(orig, which="original")
-                ax._set_position(active, which="active")
+            self._set_positions(positions)
             return background
-        canvas = self._fig.canvas
-        canvas.draw()
-        background = canvas.copy_from_bbox(self._fig.bbox)
-        positions = [(ax.get_position(original=True).frozen(), ax.get_position(original=False).frozen())
-                     for ax in self._fig.axes]
+        self._full_draw()
+        background = self._fig.canvas.copy_from_bbox(self._fig.bbox)
+        positions = self._positions()
         self._backgrounds[key] = (background, positions)
         while len(self._backgrounds) > BACKGROUNDS:
             self._backgrounds.pop(next(iter(self._backgrounds)))
