@@ -49,20 +49,26 @@ def readouts_html(readouts: dict) -> str:
     return f"<table class='normlab-readouts'>{rows}</table>"
 
 
-def widest_readouts(many) -> dict:
-    """One readouts dict with every label that occurs in `many` and, for each, its longest text."""
-    out: dict = {}
+def readout_variants(many, into: dict | None = None) -> dict:
+    """{label: set of text shapes} over readouts dicts `many`; a shape is the text with every digit written
+    as 0 (digits are about equally wide), so a few shapes stand for thousands of values."""
+    out = into if into is not None else {}
     for r in many:
         for k, v in r.items():
-            if len(str(v)) > len(out.get(k, "")):
-                out[k] = str(v)
-            out.setdefault(k, str(v))
+            out.setdefault(str(k), set()).add(re.sub(r"[0-9]", "0", str(v)))
     return out
 
 
-def readouts_stable(many) -> str:
-    """A hidden table as big as the biggest of `many`: laid under the shown one, it keeps the height steady."""
-    return readouts_html(widest_readouts(many))
+def readouts_stable(many=None, *, variants: dict | None = None) -> str:
+    """A hidden table at least as tall as any of `many` at any width: one row per label that occurs, each
+    holding every text shape of that label stacked in one grid cell. Laid in the same grid cell as the
+    shown table, it keeps the readouts' height steady, so the text below never jumps."""
+    variants = variants if variants is not None else readout_variants(many or [])
+    rows = "".join(
+        f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th><td><div class='nl-stack'>"
+        + "".join(f"<div>{html.escape(v)}</div>" for v in sorted(vs)) + "</div></td></tr>"
+        for k, vs in variants.items())
+    return f"<table class='normlab-readouts'>{rows}</table>"
 
 
 def slug(name: str) -> str:
@@ -73,6 +79,8 @@ _LIVE_CSS = """<style>
 .normlab-live .nl-readouts { display: grid; }
 .normlab-live .nl-readouts > div { grid-area: 1 / 1; min-width: 0; }
 .normlab-live .nl-ghost { visibility: hidden; }
+.normlab-live .nl-stack { display: grid; }
+.normlab-live .nl-stack > div { grid-area: 1 / 1; }
 .normlab-live .nl-readouts table { margin: 0; }
 .normlab-live img.nl-frame { display: block; max-width: 100%; height: auto; }
 .normlab-live .nl-preset button, .normlab-live button.nl-preset { width: auto; }
@@ -108,7 +116,7 @@ class LiveExplorable(widgets.VBox):
         self.readout = widgets.HTML()
         self.readout.add_class("nl-readouts-widget")
         self.message = widgets.HTML()
-        self._seen_readouts: list = []
+        self._variants: dict = {}
         title = widgets.HTML(f"<b>{html.escape(explorable.title)}</b>{_LIVE_CSS}") if explorable.title \
             else widgets.HTML(_LIVE_CSS)
         def wrap():
@@ -194,9 +202,7 @@ class LiveExplorable(widgets.VBox):
         self.png = png
         self.image.value = (f"<img class='nl-frame' src='{src}' width='{w}' height='{h}' "
                             f"alt='{html.escape(alt, quote=True)}'>")
-        self._seen_readouts.append(readouts)
-        ghost = readouts_stable(self._seen_readouts)
-        self._seen_readouts = [widest_readouts(self._seen_readouts)]
+        ghost = readouts_stable(variants=readout_variants([readouts], into=self._variants))
         self.readout.value = (f"<div class='nl-readouts' aria-live='polite'><div class='nl-ghost' aria-hidden='true'>"
                               f"{ghost}</div><div class='nl-current'>{readouts_html(readouts)}</div></div>")
         self.message.value = ""

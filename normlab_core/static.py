@@ -161,6 +161,8 @@ _CSS = """
 .normlab-explorable.nl-v2 .nl-readouts { display: grid; font-size: 0.85em; overflow-wrap: anywhere; }
 .normlab-explorable.nl-v2 .nl-readouts > div { grid-area: 1 / 1; min-width: 0; }
 .normlab-explorable.nl-v2 .nl-ghost { visibility: hidden; }
+.normlab-explorable.nl-v2 .nl-stack { display: grid; }
+.normlab-explorable.nl-v2 .nl-stack > div { grid-area: 1 / 1; }
 .normlab-explorable.nl-v2 .nl-readouts table { margin: 0; border-collapse: collapse; width: 100%; }
 .normlab-explorable.nl-v2 .nl-readouts th { width: 40%; vertical-align: top; }
 .normlab-explorable.nl-v2 .nl-readouts th, .normlab-explorable.nl-v2 .nl-readouts td { padding: 0.1em 0.4em 0.1em 0;
@@ -178,13 +180,20 @@ _JS = """(function () {
   function state() { return inputs.map(function (el) { return parseInt(el.value, 10); }); }
   function flat(s) { var f = 0; for (var i = 0; i < s.length; i++) { f = f * d.sizes[i] + s[i]; } return f; }
   function url(s) { return d.dir + d.files[d.frames[flat(s)][0]]; }
-  // Frames are fetched by Image objects that are kept, so a request is never cut off half-way; the
-  // visible image switches to a frame once it has arrived, so it never shows a half-loaded frame.
+  // Each frame is fetched once by its own <img> element, kept for later; the shown element is swapped for
+  // it once it has arrived. No request is ever cut off half-way and no half-loaded frame is shown.
+  function show(im) {
+    if (im === img) { return; }
+    im.setAttribute('alt', img.getAttribute('alt'));
+    img.replaceWith(im);
+    img = im;
+  }
   function load(u) {
     if (!loaders[u]) {
-      var im = new Image();
-      im.onload = function () { if (u === wanted) { img.setAttribute('src', u); } };
-      im.src = u;
+      var im = document.createElement('img');
+      ['class', 'width', 'height'].forEach(function (a) { im.setAttribute(a, img.getAttribute(a)); });
+      im.onload = function () { if (u === wanted) { show(im); } };
+      im.setAttribute('src', u);
       if (im.decode) { im.decode().catch(function () {}); }  // decoded ahead: the swap paints at once
       loaders[u] = im;
     }
@@ -207,9 +216,9 @@ _JS = """(function () {
     });
     wanted = url(s);
     root.setAttribute('data-frame', wanted);
-    var im = load(wanted);
-    if (im.complete && im.naturalWidth > 0 && img.getAttribute('src') !== wanted) { img.setAttribute('src', wanted); }
     img.setAttribute('alt', d.alts[f[2]]);
+    var im = load(wanted);
+    if (im.complete && im.naturalWidth > 0) { show(im); }
     cur.innerHTML = d.readouts[f[1]];
     root.setAttribute('data-state', s.join(','));
     buttons.forEach(function (b) {
