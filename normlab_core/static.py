@@ -117,8 +117,8 @@ def static_html(exp, folder: Path | None = None) -> str:
     buttons = ""
     if presets:
         buttons = ("<div class='nl-presets' role='group' aria-label='Presets'><span class='nl-try'>Try:</span>"
-                   + "".join(f"<button type='button' data-preset='{html.escape(lab, quote=True)}' "
-                             f"title='{html.escape(exp.presets[lab].notice, quote=True)}'>{html.escape(lab)}</button>"
+                   + "".join(f'<button type="button" data-preset="{html.escape(lab, quote=True)}" '
+                             f'title="{html.escape(exp.presets[lab].notice, quote=True)}">{html.escape(lab)}</button>'
                              for lab in presets) + "</div>")
     width = exp.css_width
     height = round(exp.size[1] * width / exp.size[0])
