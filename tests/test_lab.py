@@ -47,10 +47,21 @@ STEP_TIMEOUT_MS = 15000  # one step: the kernel draws, the browser shows the new
 
 # The explorables the kernel holds, with the last values each one drew, exactly (floats via repr in JSON).
 DRAWN = """
-import json as _json, normlab_core.live as _live
+import base64 as _b64, json as _json, normlab_core.live as _live
+def _key(png):
+    src = "data:image/png;base64," + _b64.b64encode(png).decode("ascii")
+    return f"{len(src)}:{src[-48:]}"
 for _v in _live.views(): _v.wait()
-print(_json.dumps([[_v.explorable.name, _v.drawn] for _v in _live.views()], default=lambda o: o.item()))
+print(_json.dumps([[_v.explorable.name, _v.drawn, _key(_v.png)] for _v in _live.views()],
+                  default=lambda o: o.item()))
 """
+
+# The PNG a view last drew, base64 (fetched only when it differs from the frame rendered here).
+PNG_OF = "import base64, normlab_core.live as L; print(base64.b64encode(L.views()[{}].png).decode('ascii'))"
+
+# Pixels of a frame that may differ from the one rendered in a fresh process: the same state drawn after
+# another one can differ in the anti-aliasing of a few glyphs (blitting over a cached background).
+PIXEL_TOLERANCE = 0.002
 
 # What one explorable's widget shows: the image (length and tail of its src: see lab_support.src_key), the
 # visible readouts table (not the hidden one that keeps the height steady), each control's value label,
@@ -71,14 +82,15 @@ JS_STATE = """(root) => {
       return r ? r.textContent.trim() : null;
     });
   return {src: src.length + ':' + src.slice(-48), alt: img ? img.alt : null, readouts: rows, controls,
-          text: root.innerText, natural: img ? img.naturalWidth : 0,
+          text: root.textContent, natural: img ? img.naturalWidth : 0,
           shown: img ? img.getBoundingClientRect().width : 0};
 }"""
 
-# Wait (up to a timeout) until the widget shows `want`, then ask the kernel what it drew.
-JS_STEP = f"""async ([root, want, code, timeout]) => {{
+# Wait (up to a timeout) until the widget shows `want` (its frame, or when the frame must change from
+# `before`, at least another frame), then ask the kernel what it drew.
+JS_STEP = f"""async ([root, want, code, timeout, before, changes]) => {{
   const state = {JS_STATE};
-  const same = s => s.src === want.src && s.alt === want.alt &&
+  const same = s => (s.src === want.src || !changes || s.src !== before) && s.alt === want.alt &&
     JSON.stringify(s.readouts) === JSON.stringify(want.readouts) &&
     JSON.stringify(s.controls) === JSON.stringify(want.controls);
   const t0 = performance.now();
@@ -90,6 +102,16 @@ JS_STEP = f"""async ([root, want, code, timeout]) => {{
   const k = await ({JS_KERNEL_EXEC})(code);
   return {{s, k}};
 }}"""
+
+
+# Scroll the widget to the top of the notebook; how tall its title, controls and figure are, and how much
+# of the notebook a 1280x900 window shows.
+JS_FIT = """(root) => {
+  const box = root.closest('.jp-WindowedPanel-outer') || root.closest('.jp-Notebook');
+  root.scrollIntoView({block: 'start'});
+  const img = root.querySelector('img.nl-frame') || root.querySelector('img');
+  return {need: img.getBoundingClientRect().bottom - root.getBoundingClientRect().top, have: box.clientHeight};
+}"""
 
 
 def slug(name: str) -> str:
@@ -126,6 +148,29 @@ def lab(expected):
         browser.close()
 
 
+def state_of(root) -> dict:
+    return root.evaluate(JS_STATE)
+
+
+def pixel_difference(page: LabPage, index: int, exp, state: dict) -> float:
+    """Share of pixels in which the kernel's last frame differs from a fresh render of `state` here."""
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from normlab_core import explorables
+
+    shown = base64.b64decode(page.kernel(PNG_OF.format(index)).strip())
+    fresh = explorables.build()[exp.name]
+    png = fresh.frame(**fresh.values(**state))
+    a, b = (np.asarray(Image.open(io.BytesIO(p)).convert("RGB")) for p in (shown, png))
+    if a.shape != b.shape:
+        return 1.0
+    return float(np.any(a != b, axis=2).mean())
+
+
 def exercise(page: LabPage, root, index: int, exp, views: list[dict]) -> tuple[int, list[str]]:
     """Take every step of plan(exp) on the widget `root` (the kernel's views()[index]); (steps, failures)."""
     failures = []
@@ -133,12 +178,14 @@ def exercise(page: LabPage, root, index: int, exp, views: list[dict]) -> tuple[i
     elements = root.query_selector_all(".widget-slider, .widget-toggle-buttons, .widget-dropdown")
     if len(elements) != len(exp.controls):
         return 0, [f"{len(elements)} controls on the page, the explorable has {list(exp.controls)}"]
-    presets = {b.inner_text().strip(): b for b in root.query_selector_all(".nl-preset")}
+    presets = {b.text_content().strip(): b for b in root.query_selector_all(".nl-preset")}
     if list(presets) != list(exp.presets or {}):
         failures.append(f"preset buttons {list(presets)}, expected {list(exp.presets or {})}")
         steps = [s for s in steps if s[1] != "preset"]
     focused = None
+    before, previous = state_of(root)["src"], None
     for (what, kind, ci, arg, state), want in zip(steps, views, strict=False):
+        before_src = before
         if kind == "key":
             if focused != ci:
                 elements[ci].query_selector(".noUi-handle").focus()
@@ -150,17 +197,27 @@ def exercise(page: LabPage, root, index: int, exp, views: list[dict]) -> tuple[i
         elif kind == "preset":
             presets[arg].click()
             focused = None
-        r = page.page.evaluate(JS_STEP, [root, want, DRAWN, STEP_TIMEOUT_MS])
+        changes = previous is not None and want["src"] != previous["src"]
+        r = page.page.evaluate(JS_STEP, [root, want, DRAWN, STEP_TIMEOUT_MS, before, changes])
         shown, k = r["s"], r["k"]
+        before, previous = shown["src"], want
         if k["status"] != "ok" or k["err"]:
             failures.append(f"{what}: asking the kernel what it drew failed: {k['err']}")
             continue
-        name, got = json.loads(k["out"].strip().splitlines()[-1])[index]
+        name, got, kernel_src = json.loads(k["out"].strip().splitlines()[-1])[index]
         assert name == exp.name, f"views()[{index}] is {name}, the page's widget {index} is {exp.name}"
         if not same(got, state):
             failures.append(f"{what}: the kernel drew {got}, expected exactly {state}")
-        if shown["src"] != want["src"]:
-            failures.append(f"{what}: the image is not the frame drawn here at {state}")
+        if changes and shown["src"] == before_src:
+            failures.append(f"{what}: the image did not change (the frame at {state} differs from the last one)")
+        elif shown["src"] != want["src"]:
+            if shown["src"] != kernel_src:
+                failures.append(f"{what}: the image shown is not the kernel's last frame")
+            else:
+                diff = pixel_difference(page, index, exp, state)
+                if diff > PIXEL_TOLERANCE:
+                    failures.append(f"{what}: the image differs from the frame drawn here at {state} "
+                                    f"in {diff:.2%} of its pixels")
         for key in ("readouts", "controls", "alt"):
             if shown[key] != want[key]:
                 failures.append(f"{what}: {key} shown {shown[key]!r}, expected {want[key]!r}")
@@ -188,16 +245,19 @@ def test_lab_notebook(lab, expected, nb):
         assert not problems, f"{nb}: after Run All:\n" + "\n".join(problems)
         t_run = time.monotonic() - t0
 
-        shown = [name for name, _ in json.loads(page.kernel(DRAWN).strip().splitlines()[-1])]
+        shown = [row[0] for row in json.loads(page.kernel(DRAWN).strip().splitlines()[-1])]
         roots = page.page.query_selector_all(".jp-NotebookPanel:not(.lm-mod-hidden) .normlab-live")
         assert len(roots) == len(shown), f"{nb}: {len(roots)} live widgets on the page, the kernel made {shown}"
         failures, total = [], 0
         for i, (name, root) in enumerate(zip(shown, roots, strict=True)):
             classes = root.get_attribute("class").split()
             assert f"nl-{slug(name)}" in classes, f"{nb}: widget {i} has classes {classes}, expected nl-{slug(name)}"
-            root.scroll_into_view_if_needed()
+            fit = root.evaluate(JS_FIT)
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            root.screenshot(path=str(SCREENSHOTS / f"lab-{slug(name)}.png"))
+            page.page.screenshot(path=str(SCREENSHOTS / f"lab-{slug(name)}.png"))
+            if fit["need"] > fit["have"]:
+                failures.append(f"{name}: title, controls and figure take {fit['need']:.0f} px, the notebook shows "
+                                f"{fit['have']:.0f} px of a 1280x900 window")
             n, bad = exercise(page, root, i, explore.get(name), expected[name].result(timeout=600))
             total += n
             failures += [f"{name}: {b}" for b in bad]
