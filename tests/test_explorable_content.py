@@ -161,7 +161,7 @@ NOTICE_NUMBERS = [
     ("pre_post_final_norm", "final norm off, depth 256", "pre-norm", "|out| 311,", "311"),
     ("pre_post_fd_error", "reference setting", "post-norm at depth 32", "relative error 4.5e-03", "4.5e-3"),
     ("pre_post_fd_error", "reference setting", "measured exactly 0", "post-norm from depth 143", "depth 143"),
-    ("pre_post_fd_error", "float64, h 1e-7", "post-norm at depth 32", "relative error 8.8e-08", "7 digits"),
+    ("pre_post_fd_error", "float64, h 1e-7", "post-norm at depth 32", "relative error 8.8e-08", "8.8e-8"),
     ("pre_post_fd_error", "float32, h 1e-7", "measured exactly 0", "post-norm from depth 2; pre-norm from depth 4",
      "from depth 2 (post-norm) or 4"),
     ("pre_post_fd_error", "float32, h 1e-7", "step actually taken", "1.192e-07", "1.19e-7"),
