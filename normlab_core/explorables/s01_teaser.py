@@ -38,9 +38,9 @@ def _setup(fig):
         (art[f"rm_{p}"],) = ax_r.plot([1], [1], "o", color=COLORS[p], ms=6)
         art["animated"] += [art[f"n_{p}"], art[f"r_{p}"], art[f"nm_{p}"], art[f"rm_{p}"]]
     ax_n.set_yscale("log")
-    ax_n.set_xlim(0, MAX_DEPTH)
+    ax_n.set_xlim(-0.5, MAX_DEPTH)   # room for the depth-0 markers
     ax_n.set_ylim(*NORM_LIM)
-    ax_r.set_xlim(1, MAX_DEPTH)
+    ax_r.set_xlim(0.5, MAX_DEPTH)   # room for the depth-1 markers
     ax_r.set_ylim(*RATIO_LIM)
     ax_r.axhline(1, color="0.6", lw=0.8)
     ax_n.legend(loc="upper left")
