@@ -252,6 +252,8 @@ def test_lab_notebook(lab, expected, nb):
         for i, (name, root) in enumerate(zip(shown, roots, strict=True)):
             classes = root.get_attribute("class").split()
             assert f"nl-{slug(name)}" in classes, f"{nb}: widget {i} has classes {classes}, expected nl-{slug(name)}"
+            root.evaluate(JS_FIT)
+            page.page.wait_for_timeout(300)  # JupyterLab may still scroll to the active cell after Run All
             fit = root.evaluate(JS_FIT)
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.page.screenshot(path=str(SCREENSHOTS / f"lab-{slug(name)}.png"))
