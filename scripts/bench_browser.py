@@ -143,13 +143,13 @@ def bench_lab(browser, notebooks: list[str], moves: int) -> dict:
 
 # -- static book page ----------------------------------------------------------------------------------
 
-def bench_static(browser, moves: int) -> dict:
-    pages = sorted((SITE / "notebooks").glob("0[1-9]_*.html"))
+def bench_static(browser, moves: int, site: Path = SITE) -> dict:
+    pages = sorted((site / "notebooks").glob("0[1-9]_*.html"))
     if not pages:
-        return {"error": f"no built book in {SITE}: run `make book` first"}
+        return {"error": f"no built book in {site}: run `make book` first"}
     per: dict[str, dict] = {}
     everything, first_visit, revisit = [], [], []
-    with SiteServer(SITE) as server:
+    with SiteServer(site) as server:
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         page = context.new_page()
         page.route("**/*", lambda r: r.continue_() if server.is_local(r.request.url) else r.abort())
@@ -188,6 +188,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--moves", type=int, default=16, help="timed arrow-key moves per slider (default 16)")
     ap.add_argument("--only", choices=["lab", "static"], help="measure one face only")
+    ap.add_argument("--site", type=Path, default=SITE, help="the built book (default _build/html)")
     ap.add_argument("--notebooks", nargs="*", default=SECTION_NOTEBOOKS, help="section notebooks for JupyterLab")
     args = ap.parse_args(argv)
     if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
@@ -203,7 +204,7 @@ def main(argv=None) -> int:
         if args.only in (None, "lab"):
             results["lab"] = bench_lab(browser, args.notebooks, args.moves)
         if args.only in (None, "static"):
-            results["static"] = bench_static(browser, args.moves)
+            results["static"] = bench_static(browser, args.moves, args.site)
         browser.close()
     results["seconds"] = round(time.perf_counter() - t0, 1)
     OUT.parent.mkdir(parents=True, exist_ok=True)
