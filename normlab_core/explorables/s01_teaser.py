@@ -34,8 +34,8 @@ def _setup(fig):
     for p, name in PLACEMENTS:
         (art[f"n_{p}"],) = ax_n.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=name)
         (art[f"r_{p}"],) = ax_r.plot(depths[1:], depths[1:] * 0 + 1.0, color=COLORS[p], label=name)
-        (art[f"nm_{p}"],) = ax_n.plot([0], [1], "o", color=COLORS[p], ms=6)
-        (art[f"rm_{p}"],) = ax_r.plot([1], [1], "o", color=COLORS[p], ms=6)
+        (art[f"nm_{p}"],) = ax_n.plot([0], [1], "o", color=COLORS[p], ms=6, clip_on=False, in_layout=False)
+        (art[f"rm_{p}"],) = ax_r.plot([1], [1], "o", color=COLORS[p], ms=6, clip_on=False, in_layout=False)
         art["animated"] += [art[f"n_{p}"], art[f"r_{p}"], art[f"nm_{p}"], art[f"rm_{p}"]]
     ax_n.set_yscale("log")
     ax_n.set_xlim(-0.5, MAX_DEPTH)   # room for the depth-0 markers

@@ -133,7 +133,8 @@ def _setup_spread(fig):
         x0 = 1.6 * SPREADS[0]  # label each faint line near the left edge, just above it
         ax.text(x0, 2.2 * x0 / math.sqrt(e), f"eps={e:g}", fontsize=7, color="0.35", rotation=22)
     (cur,) = ax.plot(SPREADS, spread_curve(1e-5), color=COLORS["layer_norm"], lw=2.4, label="current epsilon")
-    (dot,) = ax.plot([1.0], [1.0], "o", color=COLORS["marker"], ms=6, label="current input spread")
+    (dot,) = ax.plot([1.0], [1.0], "o", color=COLORS["marker"], ms=6, label="current input spread", clip_on=False,
+                     in_layout=False)
     vline = ax.axvline(1e-3, color=COLORS["rms_norm"], ls="--", lw=1, label="input std = sqrt(eps)")
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -44,8 +44,8 @@ def _setup(fig):
     ln_std, rms_std = output_std(OFFSETS)   # drawn once, with the figure
     ax_s.plot(OFFSETS, ln_std, color=COLORS["layer_norm"], label="LayerNorm")
     ax_s.plot(OFFSETS, rms_std, color=COLORS["rms_norm"], label="RMSNorm")
-    (d_ln,) = ax_s.plot([0], [1], "o", color=COLORS["layer_norm"], ms=6)
-    (d_rms,) = ax_s.plot([0], [1], "s", color=COLORS["rms_norm"], ms=6)
+    (d_ln,) = ax_s.plot([0], [1], "o", color=COLORS["layer_norm"], ms=6, clip_on=False, in_layout=False)
+    (d_rms,) = ax_s.plot([0], [1], "s", color=COLORS["rms_norm"], ms=6, clip_on=False, in_layout=False)
     vline = ax_s.axvline(0, color="0.4", ls="--", lw=1)
     ax_s.set_yscale("log")
     ax_s.set_xlim(OFFSETS[0], OFFSETS[-1])

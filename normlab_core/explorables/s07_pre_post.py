@@ -61,8 +61,8 @@ def _setup(fig):
         (art[f"n_{p}"],) = ax_n.plot(depths, depths * 0 + 1, color=COLORS[p], lw=width, label=name)
         art["animated"] += [art[f"s_{p}"], art[f"n_{p}"]]
     for p in ("pre", "post"):
-        (art[f"sm_{p}"],) = ax_s.plot([1], [1], "o", color=COLORS[p], ms=6)
-        (art[f"nm_{p}"],) = ax_n.plot([1], [1], "o", color=COLORS[p], ms=6)
+        (art[f"sm_{p}"],) = ax_s.plot([1], [1], "o", color=COLORS[p], ms=6, clip_on=False, in_layout=False)
+        (art[f"nm_{p}"],) = ax_n.plot([1], [1], "o", color=COLORS[p], ms=6, clip_on=False, in_layout=False)
         # The reference program's float32 table, shown only at its sublayer and without a final norm.
         (art[f"sc_{p}"],) = ax_s.plot([], [], "x", color=COLORS["marker"], ms=5, mew=1.2)
         (art[f"nc_{p}"],) = ax_n.plot([], [], "x", color=COLORS["marker"], ms=5, mew=1.2)

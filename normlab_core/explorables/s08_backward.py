@@ -68,7 +68,8 @@ def _setup(fig):
     # Top of the panel: the only region near h = 1e-4 that no curve or slope line crosses.
     ax.text(CHAPTER_H * 1.25, 0.4, "reference\nh = 1e-4", fontsize=7.5, va="top", color="0.3")
     art["vline"] = ax.axvline(CHAPTER_H, color=COLORS["marker"], lw=1.0, ls="--")
-    (art["dot"],) = ax.plot([CHAPTER_H], [1e-5], "o", color=COLORS["marker"], ms=6, zorder=5)
+    (art["dot"],) = ax.plot([CHAPTER_H], [1e-5], "o", color=COLORS["marker"], ms=6, zorder=5, clip_on=False,
+                            in_layout=False)
     art["animated"] += [art["curve_float32"], art["curve_float64"], art["vline"], art["dot"]]
     ax.set_xscale("log")
     ax.set_yscale("log")

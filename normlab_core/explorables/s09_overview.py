@@ -71,7 +71,7 @@ def _setup_depth(fig):
     depths = np.arange(1, MAX_DEPTH + 1)
     for p, name in (("post", "post-norm"), ("pre", "pre-norm")):
         (art[f"s_{p}"],) = ax_s.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=name)
-        (art[f"m_{p}"],) = ax_s.plot([1], [1], "o", color=COLORS[p], ms=7)
+        (art[f"m_{p}"],) = ax_s.plot([1], [1], "o", color=COLORS[p], ms=7, clip_on=False, in_layout=False)
         art["animated"] += [art[f"s_{p}"], art[f"m_{p}"]]
     art["vline"] = ax_s.axvline(1, color="0.5", lw=0.8, ls="--")
     ax_s.set_xscale("log", base=2)
