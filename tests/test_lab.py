@@ -129,6 +129,7 @@ def same(a: dict, b: dict) -> bool:
 @pytest.fixture(scope="module")
 def expected():
     """name -> future of expected_views(name), computed in one worker process while JupyterLab runs."""
+    chromium_or_skip()  # before starting any work
     os.environ.setdefault("MPLBACKEND", "Agg")
     from normlab_core import explore
 
