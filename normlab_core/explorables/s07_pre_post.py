@@ -277,7 +277,7 @@ def entries() -> list:
             "pre_post_sensitivity",
             {
                 "depth": Slider(1, MAX_DEPTH, 32, scale="log", label="depth (layers)", stops=DEPTH_STOPS),
-                "gain": Slider(0.0, 1.5, 0.5, label="sublayer gain a in F(v)=a v+b", stops=GAIN_STOPS),
+                "gain": Slider(0.0, 1.5, 0.5, label="sublayer gain a", stops=GAIN_STOPS),
                 "bias": Slider(-0.5, 0.5, 0.1, label="sublayer bias b", stops=BIAS_STOPS),
             },
             _setup,
