@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-determinism bench exercises grade lint clean
+.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-lab test-determinism bench exercises grade lint clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,9 @@ lab: $(STAMP)
 # The static site: notebooks are executed with NORMLAB_STATIC=1, so every explorable
 # is written out as a pre-rendered slider that works without a kernel.
 book: $(STAMP)
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute
-	NORMLAB_STATIC=1 MPLBACKEND=Agg $(BIN)/jupyter-book build . --path-output . -W -n --keep-going
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/nl-frames
+	NORMLAB_STATIC=1 NORMLAB_FRAMES=$(CURDIR)/_build/nl-frames MPLBACKEND=Agg $(BIN)/jupyter-book build . --path-output . -W -n --keep-going
+	$(BIN)/python scripts/place_frames.py _build/html _build/nl-frames
 	$(BIN)/python scripts/finish_site.py _build/html
 	@echo "Site: _build/html/index.html  (view: $(BIN)/python -m http.server -d _build/html)"
 
@@ -38,7 +39,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest tests -m "not browser"
+	MPLBACKEND=Agg $(BIN)/pytest tests -m "not browser and not lab"
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)
@@ -46,14 +47,20 @@ test-notebooks: $(STAMP)
 test-book: book
 	$(BIN)/pytest tests -m browser
 
+# The live widgets in a private JupyterLab driven by chromium (tests/test_lab.py; a temporary copy of notebooks/).
+test-lab: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/pytest tests -m lab
+
 # Everything CI checks.
-test: lint test-unit test-notebooks test-book
+test: lint test-unit test-notebooks test-book test-lab
 
 test-determinism: $(STAMP)
 	for run in 1 2 3; do MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS) || exit 1; done
 
 bench: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m scripts.bench
+	@test -f _build/html/index.html || $(MAKE) book
+	MPLBACKEND=Agg $(BIN)/python scripts/bench_browser.py
 
 exercises: $(STAMP)
 	$(BIN)/python scripts/make_exercises.py

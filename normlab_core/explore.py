@@ -18,12 +18,14 @@ import warnings
 
 import numpy as np
 
-from .controls import Choice, Slider
-from .style import HEIGHT_IN, WIDTH_IN, blank_figure, house_style, rgba_to_png
+from .controls import Choice, Preset, Slider
+from .style import DPI, HEIGHT_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style, make_palette, rgba_to_png
 
-__all__ = ["Choice", "Explorable", "Slider", "catalog", "get", "show", "STATIC_ENV"]
+__all__ = ["Choice", "Explorable", "Preset", "Slider", "catalog", "get", "show", "try_this", "STATIC_ENV"]
 
 from .display import STATIC_ENV, static_mode
+
+BACKGROUNDS = 12  # cached backgrounds (one per set of axis limits) per explorable: ~3 MB each at 2x
 
 
 class Explorable:
@@ -31,7 +33,7 @@ class Explorable:
 
     def __init__(self, name: str, controls: dict, setup, update, *, title: str = "", alt="",
                  blit: bool = True, width: float = WIDTH_IN, height: float = HEIGHT_IN,
-                 max_frames: int = 150):
+                 max_frames: int = 400, presets: dict | None = None):
         self.name = name
         self.controls = dict(controls)
         self.title = title
@@ -39,8 +41,37 @@ class Explorable:
         self.blit = blit
         self.size = (width, height)
         self.max_frames = max_frames
+        self.presets = self._check_presets(presets or {})
         self._fig = None
         self._lock = threading.RLock()
+
+    def _check_presets(self, presets: dict) -> dict:
+        """The presets, checked: each is a Preset naming known controls at values among their positions."""
+        if not isinstance(presets, dict):
+            raise TypeError(f"{self.name}: presets must be a dict of label -> Preset, got {type(presets).__name__}")
+        for label, p in presets.items():
+            if not isinstance(label, str) or not label.strip():
+                raise ValueError(f"{self.name}: a preset label must be a non-empty string, got {label!r}")
+            if not isinstance(p, Preset):
+                raise TypeError(f"{self.name}: preset {label!r} must be a Preset(values, notice), "
+                                f"got {type(p).__name__}")
+            unknown = sorted(set(p.values) - set(self.controls))
+            if unknown:
+                raise ValueError(f"{self.name}: preset {label!r} names unknown control(s) {unknown}; "
+                                 f"the controls are {list(self.controls)}")
+            for k, v in p.values.items():
+                allowed = self.controls[k].positions()
+                same = [a for a in allowed if a == v and isinstance(a, bool) == isinstance(v, bool)]
+                if not same:
+                    raise ValueError(f"{self.name}: preset {label!r} sets {k}={v!r}, which is not exactly one "
+                                     f"of that control's positions {allowed!r}")
+                p.values[k] = same[0]  # the stop itself (0 -> 0.0 on a float slider)
+        return dict(presets)
+
+    @property
+    def css_width(self) -> int:
+        """Width in CSS pixels the figure is shown at (its bitmap is SHARPNESS times wider)."""
+        return round(self.size[0] * DPI)
 
     def __repr__(self) -> str:
         return f"Explorable({self.name!r}, controls={list(self.controls)})"
@@ -67,6 +98,12 @@ class Explorable:
                 merged[k] = int(v)  # 7.0 -> 7: update() may index with it
         return merged
 
+    def preset_values(self, label: str) -> dict:
+        """Every control's value in preset `label`: its defaults overridden by the preset's values."""
+        if label not in self.presets:
+            raise ValueError(f"{self.name} has no preset {label!r}; its presets are {list(self.presets)}")
+        return self.values(**self.presets[label].values)
+
     def alt(self, **values) -> str:
         """Alt text of the figure at these values."""
         values = self.values(**values)
@@ -75,13 +112,47 @@ class Explorable:
     # -- drawing --------------------------------------------------------------------------------
     def _ensure_figure(self):
         if self._fig is None:
-            fig = blank_figure(*self.size)
+            fig = blank_figure(*self.size, dpi=DPI * SHARPNESS)
             with house_style():
                 art = self._setup(fig)
             self._animated = list(art.get("animated", [])) if self.blit else []
             for a in self._animated:
                 a.set_animated(True)
             self._fig, self._art, self._background = fig, art, None
+            self._backgrounds = {}
+            self._palette = self._make_palette()
+            self._home = self._positions()
+
+    def _positions(self) -> list:
+        return [(ax.get_position(original=True).frozen(), ax.get_position(original=False).frozen())
+                for ax in self._fig.axes]
+
+    def _set_positions(self, positions) -> None:
+        for ax, (orig, active) in zip(self._fig.axes, positions, strict=True):
+            ax._set_position(orig, which="original")
+            ax._set_position(active, which="active")
+
+    def _full_draw(self) -> None:
+        """Draw the whole figure with the layout started from the same place every time (the layout
+        after the first drawing): constrained layout starts from the current axes positions, so without
+        this a frame would depend on which frames were drawn before it."""
+        self._set_positions(self._home)
+        self._fig.canvas.draw()
+
+    def _make_palette(self):
+        """The PNG palette of this explorable, from one full drawing at its defaults (so every frame is
+        encoded the same way whichever state is drawn first)."""
+        with warnings.catch_warnings(), house_style():
+            warnings.simplefilter("ignore")
+            self._update(self._art, **self.defaults())
+        for a in self._animated:
+            a.set_animated(False)
+        try:
+            self._fig.canvas.draw()
+        finally:
+            for a in self._animated:
+                a.set_animated(True)
+        return make_palette(np.asarray(self._fig.canvas.buffer_rgba()))
 
     def render(self, *, small: bool = False, **values) -> tuple[bytes, dict]:
         """(PNG bytes, readouts) at these values. Warnings raised while drawing become a 'note' readout."""
@@ -99,15 +170,32 @@ class Explorable:
                 limits = [ax.viewLim.bounds + (ax.get_xscale(), ax.get_yscale()) for ax in self._fig.axes]
                 if self._background is None or limits != self._limits:
                     self._limits = limits
-                    canvas.draw()
-                    self._background = canvas.copy_from_bbox(self._fig.bbox)
+                    self._background = self._background_for(limits)
                 canvas.restore_region(self._background)
                 for a in self._animated:
                     (a.axes or self._fig).draw_artist(a)
             else:
-                canvas.draw()
-            png = rgba_to_png(np.asarray(canvas.buffer_rgba()), small=small)
+                self._full_draw()
+            png = rgba_to_png(np.asarray(canvas.buffer_rgba()), small=small, palette=self._palette)
         return png, readouts
+
+    def _background_for(self, limits) -> object:
+        """The figure without its animated artists at these axis limits: drawn once per limits and kept
+        (up to BACKGROUNDS of them) with the axes positions the layout gave them, so that going back to
+        limits seen before costs a copy, not a full redraw."""
+        key = repr(limits)
+        if key in self._backgrounds:
+            background, positions = self._backgrounds.pop(key)
+            self._backgrounds[key] = (background, positions)  # most recently used last
+            self._set_positions(positions)
+            return background
+        self._full_draw()
+        background = self._fig.canvas.copy_from_bbox(self._fig.bbox)
+        positions = self._positions()
+        self._backgrounds[key] = (background, positions)
+        while len(self._backgrounds) > BACKGROUNDS:
+            self._backgrounds.pop(next(iter(self._backgrounds)))
+        return background
 
     def frame(self, **values) -> bytes:
         """PNG of the figure at these values (defaults for the rest); reuses one figure."""
@@ -150,6 +238,22 @@ def get(name: str) -> Explorable:
     if name not in entries:
         raise KeyError(f"no explorable named {name!r}; known: {', '.join(sorted(entries))}")
     return entries[name]
+
+
+def try_this_markdown(exp: Explorable) -> str:
+    """The "Try this" list of an explorable's presets as Markdown text (deterministic)."""
+    if not exp.presets:
+        raise ValueError(f"{exp.name} has no presets, so there is nothing to try; give it presets=...")
+    lines = ["**Try this** (each button above the figure sets that state):", ""]
+    lines += [f"- **{label}**: {p.notice.strip()}" for label, p in exp.presets.items()]
+    return "\n".join(lines)
+
+
+def try_this(name: str):
+    """A bulleted "Try this" list (IPython Markdown) from the presets of catalog entry `name`."""
+    from IPython.display import Markdown
+
+    return Markdown(try_this_markdown(get(name)))
 
 
 def show(name: str, **values):

@@ -1,33 +1,42 @@
-"""The live face of an explorable: ipywidgets controls, an Image and readouts; bursts coalesce."""
+"""The live face of an explorable: ipywidgets controls over the exact positions, preset buttons, the
+image and readouts; bursts of changes coalesce into one or two draws.
+
+Controls are index-based (a SelectionSlider over `control.positions()`, ToggleButtons over a Choice's
+options), so the kernel receives exactly the stop the reader picked, never a float rebuilt from a step.
+"""
 
 from __future__ import annotations
 
+import base64
 import html
+import re
 import threading
 
 import ipywidgets as widgets
 
 from .controls import Slider
 
+_VIEWS: list = []
+
+
+def views() -> list:
+    """Every LiveExplorable created in this kernel, in creation order."""
+    return list(_VIEWS)
+
 
 def control_widget(name: str, control, label_px: int = 160):
-    """The ipywidgets control for a Slider or Choice, its label `label_px` wide (so sliders line up)."""
+    """The ipywidgets control for a Slider or Choice over its exact positions; its label `label_px` wide."""
     desc = control.label or name
     style = {"description_width": f"{label_px}px"}
-    layout = widgets.Layout(width=f"{label_px + 300}px")
     if not isinstance(control, Slider):
         labelled = [(control.format(o), o) for o in control.options]
-        return widgets.ToggleButtons(options=labelled, value=control.value, description=desc, style=style)
-    if control.scale == "log":
-        stops = control.positions(41)
-        return widgets.SelectionSlider(options=[(control.format(v), v) for v in stops], value=control.value,
-                                       description=desc, style=style, layout=layout, continuous_update=True)
-    if control.integer:
-        return widgets.IntSlider(min=int(control.lo), max=int(control.hi), step=int(control.step or 1),
-                                 value=control.value, description=desc, style=style, layout=layout)
-    step = control.step or (control.hi - control.lo) / 100
-    return widgets.FloatSlider(min=control.lo, max=control.hi, step=step, value=control.value,
-                               description=desc, style=style, layout=layout, readout_format=".3g")
+        return widgets.ToggleButtons(options=labelled, value=control.value, description=desc,
+                                     style={**style, "button_width": "auto"},
+                                     layout=widgets.Layout(width="auto", max_width="100%", flex_flow="row wrap"))
+    stops = control.positions()
+    return widgets.SelectionSlider(options=[(control.format(v), v) for v in stops], value=control.value,
+                                   description=desc, style=style, continuous_update=True,
+                                   layout=widgets.Layout(width=f"{label_px + 320}px", max_width="100%"))
 
 
 def readouts_html(readouts: dict) -> str:
@@ -40,43 +49,125 @@ def readouts_html(readouts: dict) -> str:
     return f"<table class='normlab-readouts'>{rows}</table>"
 
 
+def readout_variants(many, into: dict | None = None) -> dict:
+    """{label: set of text shapes} over readouts dicts `many`; a shape is the text with every digit written
+    as 0 (digits are about equally wide), so a few shapes stand for thousands of values."""
+    out = into if into is not None else {}
+    for r in many:
+        for k, v in r.items():
+            out.setdefault(str(k), set()).add(re.sub(r"[0-9]", "0", str(v)))
+    return out
+
+
+def readouts_stable(many=None, *, variants: dict | None = None) -> str:
+    """A hidden table at least as tall as any of `many` at any width: one row per label that occurs, each
+    holding every text shape of that label stacked in one grid cell. Laid in the same grid cell as the
+    shown table, it keeps the readouts' height steady, so the text below never jumps."""
+    variants = variants if variants is not None else readout_variants(many or [])
+    rows = "".join(
+        f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th><td><div class='nl-stack'>"
+        + "".join(f"<div>{html.escape(v)}</div>" for v in sorted(vs)) + "</div></td></tr>"
+        for k, vs in variants.items())
+    return f"<table class='normlab-readouts'>{rows}</table>"
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+
+
+_LIVE_CSS = """<style>
+.normlab-live .nl-readouts { display: grid; }
+.normlab-live .nl-readouts > div { grid-area: 1 / 1; min-width: 0; }
+.normlab-live .nl-ghost { visibility: hidden; }
+.normlab-live .nl-stack { display: grid; }
+.normlab-live .nl-stack > div { grid-area: 1 / 1; }
+.normlab-live .nl-readouts table { margin: 0; }
+.normlab-live img.nl-frame { display: block; max-width: 100%; height: auto; }
+.normlab-live .nl-preset button, .normlab-live button.nl-preset { width: auto; }
+</style>"""
+
+
 class LiveExplorable(widgets.VBox):
-    """Controls, image and readouts of one explorable. Value changes are drawn by a worker thread
-    that always takes the latest values, so a burst of slider events draws once or twice, not N times."""
+    """Controls, preset buttons, image and readouts of one explorable. Value changes are drawn by a worker
+    thread that always takes the latest values, so a burst of slider events draws once or twice, not N times."""
 
     def __init__(self, explorable, values: dict):
         self.explorable = explorable
         longest = max(len(c.label or k) for k, c in explorable.controls.items())
-        label_px = min(320, 20 + 7 * longest)  # about 7 px per character of the widget font
+        label_px = min(240, 20 + 7 * longest)  # about 7 px per character of the widget font
         self.controls = {k: control_widget(k, c, label_px) for k, c in explorable.controls.items()}
         for k, v in values.items():
-            self.controls[k].value = v
-        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+            stops = explorable.controls[k].positions()
+            if v not in stops:
+                raise ValueError(f"{explorable.name}: {k}={v!r} is not one of the positions the live controls "
+                                 f"offer {stops!r}")
+            self.controls[k].value = stops[stops.index(v)]
+        self.buttons = {}
+        for label in explorable.presets:
+            b = widgets.Button(description=label, tooltip=explorable.presets[label].notice,
+                               layout=widgets.Layout(width="auto"))
+            b.add_class("nl-preset")
+            b.on_click(lambda _b, label=label: self.apply_preset(label))
+            self.buttons[label] = b
+        width = explorable.css_width
+        self._size = (width, round(explorable.size[1] * width / explorable.size[0]))
+        self.image = widgets.HTML(layout=widgets.Layout(max_width=f"{width}px", width="100%"))
+        self.image.add_class("nl-image")
         self.readout = widgets.HTML()
+        self.readout.add_class("nl-readouts-widget")
         self.message = widgets.HTML()
-        title = widgets.HTML(f"<b>{html.escape(explorable.title)}</b>") if explorable.title else None
-        children = [w for w in (title, *self.controls.values(), self.image, self.readout, self.message) if w]
-        super().__init__(children=children)
+        self._variants: dict = {}
+        title = widgets.HTML(f"<b>{html.escape(explorable.title)}</b>{_LIVE_CSS}") if explorable.title \
+            else widgets.HTML(_LIVE_CSS)
+        def wrap():
+            return widgets.Layout(display="flex", flex_flow="row wrap", align_items="center", max_width="100%")
+
+        children = [title, widgets.Box(list(self.controls.values()), layout=wrap())]
+        if self.buttons:
+            children.append(widgets.Box(list(self.buttons.values()), layout=wrap()))
+        children += [self.image, self.readout, self.message]
+        super().__init__(children=children, layout=widgets.Layout(max_width="100%"))
+        self.add_class("normlab-live")
+        self.add_class(f"nl-{slug(explorable.name)}")
         self._cond = threading.Condition()
         self._pending = None
         self._busy = False
         self._thread = None
+        self._quiet = False
         self.draws = 0
+        self.drawn: dict | None = None
+        self.png = b""
         self._draw(self.current_values())
         for w in self.controls.values():
             w.observe(self._on_change, names="value")
+        _VIEWS.append(self)
 
     def __repr__(self) -> str:
         return (f"<live explorable {self.explorable.name!r}: run this cell in JupyterLab (make lab) "
                 "to get its sliders>")
 
     def current_values(self) -> dict:
-        """The values the controls show now."""
+        """The values the controls show now (the exact stops)."""
         return {k: w.value for k, w in self.controls.items()}
 
+    def apply_preset(self, label: str) -> None:
+        """Set every control to preset `label` at once and draw that state once."""
+        values = self.explorable.preset_values(label)
+        self._quiet = True
+        try:
+            for k, v in values.items():
+                self.controls[k].value = v
+        finally:
+            self._quiet = False
+        self._request(self.current_values())
+
     def _on_change(self, _change) -> None:
+        if not self._quiet:
+            self._request(self.current_values())
+
+    def _request(self, values: dict) -> None:
         with self._cond:
-            self._pending = self.current_values()
+            self._pending = values
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name=f"normlab-{self.explorable.name}",
                                                 daemon=True)
@@ -99,15 +190,23 @@ class LiveExplorable(widgets.VBox):
     def _draw(self, values: dict) -> None:
         try:
             png, readouts = self.explorable.render(**values)
+            alt = self.explorable.alt(**values)
         except Exception as err:  # shown in the widget: a reader must never face a silent log traceback
             self.message.value = (
                 "<div style='color:#B00020'><b>Could not draw this figure</b> at "
                 f"{html.escape(repr(values))}: {html.escape(type(err).__name__)}: {html.escape(str(err))}</div>"
             )
             return
-        self.image.value = png
-        self.readout.value = readouts_html(readouts)
+        w, h = self._size
+        src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        self.png = png
+        self.image.value = (f"<img class='nl-frame' src='{src}' width='{w}' height='{h}' "
+                            f"alt='{html.escape(alt, quote=True)}'>")
+        ghost = readouts_stable(variants=readout_variants([readouts], into=self._variants))
+        self.readout.value = (f"<div class='nl-readouts' aria-live='polite'><div class='nl-ghost' aria-hidden='true'>"
+                              f"{ghost}</div><div class='nl-current'>{readouts_html(readouts)}</div></div>")
         self.message.value = ""
+        self.drawn = dict(values)
         self.draws += 1
 
     def wait(self, timeout: float = 10.0) -> bool:

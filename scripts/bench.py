@@ -58,9 +58,9 @@ def sweep_values(exp) -> list[dict]:
 
 def naive_frame(exp, values: dict) -> bytes:
     """What a plain `interact` callback does: a new figure from scratch, a full draw and a PNG, per change."""
-    from normlab_core.style import blank_figure, house_style, rgba_to_png
+    from normlab_core.style import DPI, SHARPNESS, blank_figure, house_style, rgba_to_png
 
-    fig = blank_figure(*exp.size)
+    fig = blank_figure(*exp.size, dpi=DPI * SHARPNESS)
     with warnings.catch_warnings(), house_style():
         warnings.simplefilter("ignore")
         art = exp._setup(fig)
@@ -89,12 +89,14 @@ def bench_explorable(exp, naive_max: int) -> dict:
         png_s.append(t)
         return out
 
-    frame_s, draw_s, redraws, slowest = [], [], 0, (0.0, None)
+    frame_s, draw_s, cpu_s, redraws, slowest = [], [], [], 0, (0.0, None)
     exp._update, explore.rgba_to_png = timed_update, timed_png
     try:
         for v in values:
             background, n_update, n_png = exp._background, len(update_s), len(png_s)
+            c0 = time.process_time()
             t, _ = _timed(exp.frame, **v)
+            cpu_s.append(time.process_time() - c0)
             frame_s.append(t)
             # what is left of the frame after update() and the PNG: restoring the background and drawing
             # the animated artists, or a full canvas draw when the limits changed
@@ -114,6 +116,8 @@ def bench_explorable(exp, naive_max: int) -> dict:
         "update_ms_median": _ms(statistics.median(frame_s)),
         "naive_ms_median": _ms(statistics.median(naive_s)),
         "update_ms_median_cached": _ms(statistics.median(cached_s)),
+        # CPU time of this process per frame: what the frame costs without other programs' load
+        "update_cpu_ms_median": _ms(statistics.median(cpu_s)),
         "update_ms_max": _ms(max(frame_s)),
         "frames": len(frame_s),
         "naive_frames": len(naive_s),
@@ -190,7 +194,7 @@ def bench_burst(exp, n: int = 50) -> dict:
         "ms": _ms(elapsed),
         "draws": live.draws - draws_before,
         "finished": bool(done),
-        "shows_last_value": live.current_values()[name] == widget.value and live.image.value == expected,
+        "shows_last_value": live.current_values()[name] == widget.value and live.png == expected,
     }
 
 
@@ -271,6 +275,49 @@ def bench_throughput(shape=(8192, 4096), repeats: int = 9) -> dict:
     }
 
 
+# -- the static site --------------------------------------------------------------------------------------
+
+def bench_site(site: Path) -> dict | None:
+    """Sizes of the built book (None when `make book` has not run): the whole site, the explorables' frame
+    files, and per page with explorables its first load (HTML + the files it loads before a control moves,
+    shared theme/MathJax files under _static not counted) and what its frames add up to."""
+    import re
+
+    from scripts.finish_site import _is_shared, _local_size, _PageScan
+    from scripts.place_frames import page_frames
+
+    if not (site / "index.html").is_file():
+        return None
+    files = [f for f in site.rglob("*") if f.is_file()]
+    frames = [f for f in files if "nl-frames" in f.parts]
+    pages = {}
+    for page in sorted(site.rglob("*.html")):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        n_exp = len(re.findall(r'class="normlab-explorable', text))
+        if not n_exp:
+            continue
+        scan = _PageScan()
+        scan.feed(text)
+        first = len(text.encode("utf-8")) + sum(_local_size(page, url, site) for _, url in scan.resources
+                                                if not url.startswith("data:") and not _is_shared(page, url, site))
+        own_frames = {page.parent / folder / name for folder, names in page_frames(text) for name in names}
+        pages[page.relative_to(site).as_posix()] = {
+            "explorables": n_exp, "html_kb": round(len(text.encode("utf-8")) / 1024, 1),
+            "first_load_kb": round(first / 1024, 1),
+            "frame_files": len(own_frames),
+            "frames_mb": round(sum(f.stat().st_size for f in own_frames if f.is_file()) / 2**20, 2),
+        }
+    return {
+        "site_mb": round(sum(f.stat().st_size for f in files) / 2**20, 1),
+        "frame_files": len(frames),
+        "frames_mb": round(sum(f.stat().st_size for f in frames) / 2**20, 1),
+        "first_load_goal_kb": 1536,
+        "pages": pages,
+    }
+
+
 # -- report -----------------------------------------------------------------------------------------------
 
 def _flag(ok: bool) -> str:
@@ -280,13 +327,17 @@ def _flag(ok: bool) -> str:
 def print_table(res: dict) -> None:
     print(f"normlab bench  ({res['machine']['nproc']} cores, numpy {res['machine']['numpy']}, "
           f"command: {res['command']})\n")
-    print(f"{'explorable':28s} {'warm ms':>8s} {'cached':>7s} {'naive ms':>9s} {'speedup':>8s} "
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"load average at the end: {load:.1f} on {res['machine']['nproc']} cores (wall times grow with it; "
+          "'cpu ms' is this process's CPU time per frame)\n")
+    print(f"{'explorable':28s} {'warm ms':>8s} {'cpu ms':>7s} {'cached':>7s} {'naive ms':>9s} {'speedup':>8s} "
           f"{'redraws':>8s} {'goal':>5s}")
     for name, r in res["explorables"].items():
         if "error" in r:
             print(f"{name:28s} ERROR {r['error']}")
             continue
-        print(f"{name:28s} {r['update_ms_median']:8.1f} {r['update_ms_median_cached']:7.1f} "
+        print(f"{name:28s} {r['update_ms_median']:8.1f} {r['update_cpu_ms_median']:7.1f} "
+              f"{r['update_ms_median_cached']:7.1f} "
               f"{r['naive_ms_median']:9.1f} {r['speedup']:7.1f}x {r['full_redraws']:>4d}/{r['frames']:<3d} "
               f"{_flag(r['meets_goal']):>5s}")
     for name, r in res["explorables"].items():
@@ -320,6 +371,15 @@ def print_table(res: dict) -> None:
     print(f"  layer_norm >= {GOALS['layer_norm_vs_memcpy']} x memcpy: "
           f"{_flag(t['layer_norm_vs_memcpy'] >= GOALS['layer_norm_vs_memcpy'])}; "
           f"RMSNorm is {t['rms_over_layer_norm_speed']:.2f}x as fast as LayerNorm")
+    site = res.get("static_site")
+    if site:
+        print(f"\nstatic site: {site['site_mb']} MB in all, {site['frame_files']} frame files ({site['frames_mb']} MB)")
+        print(f"  {'page':40s} {'first load KB':>13s} {'frames':>7s} {'frames MB':>9s}  goal <= 1536 KB")
+        for name, r in site["pages"].items():
+            print(f"  {name:40s} {r['first_load_kb']:13.1f} {r['frame_files']:7d} {r['frames_mb']:9.2f}  "
+                  f"{_flag(r['first_load_kb'] <= site['first_load_goal_kb'])}")
+    else:
+        print("\nstatic site: not built (run `make book` first to get its sizes here)")
     print(f"\nwritten: {OUT}")
 
 
@@ -360,6 +420,7 @@ def main(argv=None) -> dict:
     res["burst"] = {"changes": 50, "worst": worst, "per_explorable": per}
     res["sensitivity_curve"] = bench_sensitivity(1024, args.repeats, args.skip_fd)
     res["layer_norm"] = bench_throughput(repeats=args.repeats)
+    res["static_site"] = bench_site(Path("_build/html"))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2) + "\n")
     print_table(res)

@@ -10,6 +10,7 @@ _build/screenshots/ for review, with a sizes report in _build/screenshots/report
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -170,7 +171,8 @@ def check_math(v: Visit) -> int:
 
 
 # -- sliders ------------------------------------------------------------------------------------
-FRAME_STATE = """(root) => ({src: root.querySelector('img.nl-frame').getAttribute('src'),
+FRAME_STATE = """(root) => ({
+  src: root.getAttribute('data-frame') || root.querySelector('img.nl-frame').getAttribute('src'),
   loaded: root.querySelector('img.nl-frame').complete && root.querySelector('img.nl-frame').naturalWidth > 0,
   alt: root.querySelector('img.nl-frame').getAttribute('alt') || '',
   readouts: (root.querySelector('.nl-readouts') || {}).textContent || '',
@@ -180,7 +182,7 @@ OUTPUT_TEXT = "el => { const o = el.parentElement.querySelector('output'); retur
 
 def check_controls(v: Visit) -> tuple[int, int]:
     """Move every slider one step with the keyboard (and pick another option of every select):
-    the frame must change and still load, and a slider's value label must change."""
+    the frame or the readouts must change, the frame must still load, and a slider's value label must change."""
     roots = v.page.locator(".normlab-explorable")
     n_sliders = 0
     for i in range(roots.count()):
@@ -201,8 +203,8 @@ def check_controls(v: Visit) -> tuple[int, int]:
             v.page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
             after = root.evaluate(FRAME_STATE)
             label_after = s.evaluate(OUTPUT_TEXT)
-            if after["src"] == before["src"]:
-                v.problems.append(f"{name}: moving '{label}' did not change the frame")
+            if after["src"] == before["src"] and after["readouts"] == before["readouts"]:
+                v.problems.append(f"{name}: moving '{label}' changed neither the frame nor the readouts")
             if not after["loaded"]:
                 v.problems.append(f"{name}: after moving '{label}' the frame does not load")
             if label_after is None:
@@ -318,3 +320,224 @@ def test_exercises_page_shows_no_solution(visit, site):
     shown = {line.strip() for line in text.splitlines()}
     leaked = [s for s in _solution_lines() if s in shown]  # whole lines: a test cell may share a substring
     assert not leaked, f"reference-solution code on the exercises page: {leaked[:5]}"
+
+
+# -- explorables: every combination reachable, readouts equal to Python's, presets, layout ---------------------
+STATE = """(root) => {
+  const img = root.querySelector('img.nl-frame');
+  const r = root.querySelector('.nl-readouts').getBoundingClientRect();
+  return {
+    controls: Array.from(root.querySelectorAll('[data-i]')).map(el => +el.value),
+    labels: Array.from(root.querySelectorAll('[data-i]')).map(el => {
+      const o = el.parentElement.querySelector('output');
+      return o ? o.textContent : el.options[el.selectedIndex].textContent; }),
+    rows: Array.from(root.querySelectorAll('.nl-current tr')).map(tr =>
+      [tr.querySelector('th').textContent, tr.querySelector('td').textContent]),
+    src: img.getAttribute('src'), alt: img.getAttribute('alt'),
+    pressed: Array.from(root.querySelectorAll('button[data-preset][aria-pressed=true]')).map(b => b.dataset.preset),
+    readoutsHeight: r.height,
+  };
+}"""
+IMAGE_LOADED = """(root) => { const img = root.querySelector('img.nl-frame');
+  return img.complete && img.naturalWidth > 0 && img.getAttribute('src') === root.getAttribute('data-frame'); }"""
+
+WAIT_FOR_FRAME = f"""(root) => new Promise((ok, fail) => {{
+  const t0 = Date.now();
+  (function wait() {{
+    if (({IMAGE_LOADED})(root)) {{ ok(true); }}
+    else if (Date.now() - t0 > 10000) {{ fail('timeout'); }}
+    else {{ setTimeout(wait, 20); }}
+  }})();
+}})"""
+
+
+def explorable_pages() -> list[str]:
+    """Section pages that show at least one static explorable (read from the built HTML; [] before a build)."""
+    from browser_support import SITE
+
+    return [p for p in SECTION_PAGES if (SITE / f"{p}.html").is_file()
+            and "normlab-explorable" in (SITE / f"{p}.html").read_text(encoding="utf-8")]
+
+
+class Expected:
+    """What Python says an explorable shows at a given state (cached: each render costs tens of ms)."""
+
+    def __init__(self, name: str):
+        from normlab_core.explore import catalog
+
+        self.exp = catalog()[name]
+        self.positions = [c.positions() for c in self.exp.controls.values()]
+        self._cache: dict = {}
+
+    def values(self, state: list[int]) -> dict:
+        return {k: p[i] for (k, p), i in zip(zip(self.exp.controls, self.positions, strict=True), state,
+                                               strict=True)}
+
+    def at(self, state: list[int]) -> dict:
+        key = tuple(state)
+        if key not in self._cache:
+            values = self.values(state)
+            png, readouts = self.exp.render(small=True, **values)
+            self._cache[key] = {
+                "file": hashlib.sha256(png).hexdigest()[:20] + ".png",
+                "rows": [[str(k), str(v)] for k, v in readouts.items()],
+                "labels": [c.format(values[k]) for k, c in self.exp.controls.items()],
+                "alt": self.exp.alt(**values),
+            }
+        return self._cache[key]
+
+
+def move(v: Visit, root, i: int, target: int) -> None:
+    """Put control i at position `target` as a reader would: arrow keys on a slider, a pick on a select."""
+    el = root.locator(f"[data-i='{i}']")
+    if el.evaluate("el => el.tagName") == "SELECT":
+        el.select_option(str(target))
+        return
+    el.focus()
+    current = int(el.input_value())
+    key = "ArrowRight" if target > current else "ArrowLeft"
+    for _ in range(abs(target - current)):
+        v.page.keyboard.press(key)
+
+
+def check_state(v: Visit, root, name: str, expected: Expected, state: list[int], what: str) -> dict:
+    got = root.evaluate(STATE)
+    want = expected.at(state)
+    if got["controls"] != state:
+        v.problems.append(f"{name}: after {what} the controls are at {got['controls']}, expected {state}")
+        return got
+    if got["rows"] != want["rows"]:
+        v.problems.append(f"{name}: after {what} the readouts show {got['rows']}, Python says {want['rows']}")
+    if got["labels"] != want["labels"]:
+        v.problems.append(f"{name}: after {what} the value labels are {got['labels']}, expected {want['labels']}")
+    if got["alt"] != want["alt"]:
+        v.problems.append(f"{name}: after {what} the alt text is {got['alt']!r}, expected {want['alt']!r}")
+    try:
+        root.evaluate(WAIT_FOR_FRAME)
+    except Exception:  # noqa: BLE001 - reported as a problem of the page
+        v.problems.append(f"{name}: after {what} the frame {root.get_attribute('data-frame')} did not load")
+    shown = root.evaluate("r => r.querySelector('img.nl-frame').getAttribute('src')")
+    if shown.rsplit("/", 1)[-1] != want["file"]:
+        v.problems.append(f"{name}: after {what} the page shows frame {shown}, Python draws {want['file']}")
+    return got
+
+
+@pytest.mark.parametrize("page_path", explorable_pages())
+def test_explorables_combine_controls_and_presets(visit, page_path):
+    """Random moves of every control: each control stays where it was put, and the readouts, labels and alt
+    text are Python's at those values; every preset button sets every control and shows Python's readouts."""
+    import random
+
+    v = visit(page_path)
+    roots = v.page.locator(".normlab-explorable")
+    n_frames_at_load = sum("/nl-frames/" in u for u in v.urls)
+    if n_frames_at_load != roots.count():
+        v.problems.append(f"first load fetched {n_frames_at_load} frames for {roots.count()} explorables")
+    own, _ = v.sizes()
+    if own > 1.5 * 2**20:
+        v.problems.append(f"first load is {own / 2**20:.2f} MB (limit 1.5 MB)")
+    for r in range(roots.count()):
+        root = roots.nth(r)
+        name = root.get_attribute("data-explorable")
+        expected = Expected(name)
+        sizes = [len(p) for p in expected.positions]
+        state = root.evaluate(STATE)["controls"]
+        heights = {round(root.evaluate(STATE)["readoutsHeight"])}
+        rng = random.Random(f"{page_path}/{name}")
+        for step in range(10):
+            i = rng.randrange(len(sizes))
+            target = rng.choice([j for j in range(sizes[i]) if j != state[i]])
+            move(v, root, i, target)
+            state[i] = target
+            got = check_state(v, root, name, expected, state, f"move {step + 1} (control {i} to {target})")
+            heights.add(round(got["readoutsHeight"]))
+            if got["controls"] != state:
+                break
+        data = root.evaluate("r => JSON.parse(r.querySelector('.nl-data').textContent).presets")
+        labels = root.evaluate("r => Array.from(r.querySelectorAll('button[data-preset]')).map(b => b.dataset.preset)")
+        if labels != list(expected.exp.presets):
+            v.problems.append(f"{name}: preset buttons {labels}, expected {list(expected.exp.presets)}")
+        for label in labels:
+            root.locator(f"button[data-preset={json.dumps(label)}]").click()
+            want = expected.exp.preset_values(label)
+            state = [p.index(want[k]) for k, p in zip(expected.exp.controls, expected.positions, strict=True)]
+            if data[label] != state:
+                v.problems.append(f"{name}: preset {label!r} is stored as {data[label]}, Python says {state}")
+            got = check_state(v, root, name, expected, state, f"preset {label!r}")
+            heights.add(round(got["readoutsHeight"]))
+            if label not in got["pressed"]:
+                v.problems.append(f"{name}: preset {label!r} is not shown as pressed")
+        if max(heights) - min(heights) > 1:
+            v.problems.append(f"{name}: the readouts' height changed with the values: {sorted(heights)} px")
+    assert not v.problems, f"{page_path}:\n  " + "\n  ".join(v.problems)
+
+
+FIT = """(root) => {
+  const box = root.getBoundingClientRect();
+  const over = Array.from(root.querySelectorAll('.nl-control, .nl-name, output, input, select, button, img'))
+    .filter(el => el.getBoundingClientRect().right > box.right + 1 || el.getBoundingClientRect().left < box.left - 1)
+    .map(el => el.tagName + ' ' + (el.textContent || el.getAttribute('aria-label') || '').slice(0, 30));
+  const cut = Array.from(root.querySelectorAll('.nl-name, button[data-preset], output'))
+    .filter(el => el.scrollWidth > el.clientWidth + 1).map(el => el.textContent.slice(0, 30));
+  const top = root.querySelector('.nl-controls').getBoundingClientRect().top;
+  const img = root.querySelector('img.nl-frame').getBoundingClientRect();
+  return {scroll: root.scrollWidth, client: root.clientWidth, over, cut, span: img.bottom - top,
+          imgWidth: img.width};
+}"""
+
+
+@pytest.mark.parametrize("page_path", explorable_pages())
+def test_explorables_fit_a_phone_and_a_laptop(browser, server, page_path):
+    problems = []
+    for width, height in ((390, 844), (1280, 900)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        try:
+            page = context.new_page()
+            page.route("**/*", lambda route: route.continue_() if server.is_local(route.request.url)
+                       else route.abort())
+            page.goto(server.base + page_path + ".html", wait_until="load")
+            roots = page.locator(".normlab-explorable")
+            for r in range(roots.count()):
+                root = roots.nth(r)
+                name = root.get_attribute("data-explorable")
+                fit = root.evaluate(FIT)
+                where = f"{name} at {width}x{height}"
+                if fit["scroll"] > fit["client"]:
+                    problems.append(f"{where}: scrollWidth {fit['scroll']} > clientWidth {fit['client']}")
+                if fit["over"]:
+                    problems.append(f"{where}: sticks out of the explorable: {fit['over'][:4]}")
+                if fit["cut"]:
+                    problems.append(f"{where}: text cut off: {fit['cut'][:4]}")
+                if width == 1280 and fit["span"] > height:
+                    problems.append(f"{where}: controls to the bottom of the figure take {fit['span']:.0f} px "
+                                    f"(more than the {height} px view)")
+            if width == 390:
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SCREENSHOTS / (page_path.replace("/", "__") + "__390.png")), full_page=True)
+        finally:
+            context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_an_explorable_works_from_file_urls(browser, site):
+    """Opened straight from disk (file://, no server): the first frame shows and moving a control loads another."""
+    pages = explorable_pages()
+    if not pages:
+        pytest.fail("no page with an explorable in the built site")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto((site / f"{pages[0]}.html").as_uri(), wait_until="load")
+        root = page.locator(".normlab-explorable").first
+        assert root.evaluate(IMAGE_LOADED)
+        before = root.evaluate(STATE)
+        root.locator("[data-i='0']").focus()
+        page.keyboard.press("End" if before["controls"][0] == 0 else "Home")
+        page.wait_for_function("() => { const img = document.querySelector('.normlab-explorable img.nl-frame');"
+                               " return img.complete && img.naturalWidth > 0; }")
+        after = root.evaluate(STATE)
+        assert after["controls"][0] != before["controls"][0]
+        assert (after["src"], after["rows"]) != (before["src"], before["rows"])
+        assert root.evaluate(IMAGE_LOADED)
+    finally:
+        context.close()

@@ -34,8 +34,9 @@ def control_strategy(c):
         inner = st.floats(math.log10(c.lo), math.log10(c.hi)).map(lambda e: min(c.hi, max(c.lo, 10.0 ** e)))
     else:
         inner = st.floats(c.lo, c.hi, allow_nan=False)
-    # edges (lo, hi, and 0 where offered) come up often; anything in range otherwise
-    return st.one_of(st.sampled_from(edges(c)), inner)
+    # the stops both faces offer and the edges (lo, hi, and 0 where offered) come up often; anything in range
+    # otherwise (a notebook may call render() with any value the slider allows)
+    return st.one_of(st.sampled_from(c.positions()), st.sampled_from(edges(c)), inner)
 
 
 def check_render(exp, values):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import base64
+import html
 import json
 import random
 import re
@@ -11,13 +11,13 @@ import sys
 import textwrap
 import threading
 import warnings
-from functools import cache
 
 import pytest
 
-from normlab_core.controls import Choice, Slider
-from normlab_core.explore import Explorable, catalog
-from normlab_core.live import readouts_html
+from normlab_core.controls import Choice, Preset, Slider
+from normlab_core.explore import Explorable, catalog, try_this, try_this_markdown
+from normlab_core.live import readouts_html, views
+from normlab_core.static import grid, static_html
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 NAMES = list(catalog())
@@ -128,40 +128,12 @@ def test_catalog_names_are_stable_snake_case():
         assert exp.name == name
 
 
-# ---- the static page --------------------------------------------------------------------------------------
-@cache
-def static_page(name: str) -> str:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return catalog()[name].static()
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_static_page(name):
-    exp = catalog()[name]
-    page = static_page(name)
-    assert "http://" not in page and "https://" not in page
-    assert len(page.encode("utf-8")) <= 3 * 1024 * 1024
-    n_sliders = sum(isinstance(c, Slider) for c in exp.controls.values())
-    n_choices = sum(isinstance(c, Choice) for c in exp.controls.values())
-    assert len(re.findall(r"<input[^>]*type=['\"]range['\"]", page)) == n_sliders
-    assert len(re.findall(r"<select\b", page)) == n_choices
-    payload = re.search(r'<script type="application/json" class="nl-data">(.*?)</script>', page, re.S).group(1)
-    data = json.loads(payload)
-    images = data["images"]
-    assert len(set(images)) >= 2, "a static explorable needs at least two distinct frames"
-    for uri in images:
-        assert uri.startswith("data:image/png;base64,")
-        assert base64.b64decode(uri.split(",", 1)[1]).startswith(PNG_MAGIC)
-    # every frame points to an image, and the default frame exists
-    assert all(0 <= f[0] < len(images) for f in data["frames"].values())
-    assert ",".join(map(str, data["defaults"])) in data["frames"]
-    # every <option> of every select is a Choice option
-    assert len(re.findall(r"<option\b", page)) == sum(len(c.options) for c in exp.controls.values()
-                                                     if isinstance(c, Choice))
-
-
 # ---- the live widget ----------------------------------------------------------------------------------------
+def shown_readouts(w) -> str:
+    """The readouts table the live widget shows now (without the hidden table that keeps its height)."""
+    return re.search(r"<div class='nl-current'>(.*)</div></div>$", w.readout.value, re.S).group(1)
+
+
 def other_widget_values(widget) -> list:
     """Values of a control widget other than its current one: its two ends (or the other options)."""
     import ipywidgets as w
@@ -189,19 +161,19 @@ def no_thread_errors():
 def test_live_widget_follows_its_controls(name, no_thread_errors):
     exp = catalog()[name]
     w = exp.live()
-    assert bytes(w.image.value).startswith(PNG_MAGIC)
+    assert w.png.startswith(PNG_MAGIC)
     assert w.message.value == ""
     both_changed = False
     for key, widget in w.controls.items():
         for v in other_widget_values(widget):
-            before_img, before_txt = bytes(w.image.value), w.readout.value
+            before_img, before_txt = w.png, shown_readouts(w)
             widget.value = v
             assert w.wait(), "redraw did not finish"
             assert w.message.value == "", w.message.value
             png, readouts = exp.render(**w.current_values())
-            assert bytes(w.image.value) == png
-            assert w.readout.value == readouts_html(readouts)
-            changed = (bytes(w.image.value) != before_img, w.readout.value != before_txt)
+            assert w.png == png
+            assert shown_readouts(w) == readouts_html(readouts)
+            changed = (w.png != before_img, shown_readouts(w) != before_txt)
             assert any(changed), f"moving {key} to {v!r} changed neither the image nor the readouts"
             both_changed |= all(changed)
         widget.value = exp.controls[key].value
@@ -229,9 +201,10 @@ def test_live_burst_ends_on_the_last_value(name, no_thread_errors):
         widget.value = v
     assert w.wait(), "redraw did not finish"
     assert w.current_values()[key] == widget.value
+    assert w.drawn == w.current_values()
     png, readouts = exp.render(**w.current_values())
-    assert bytes(w.image.value) == png
-    assert w.readout.value == readouts_html(readouts)
+    assert w.png == png
+    assert shown_readouts(w) == readouts_html(readouts)
 
 
 def _failing(threshold):
@@ -247,23 +220,24 @@ def _failing(threshold):
         (line,) = ax.plot([0, 1], [0, 0])
         return {"line": line, "animated": [line]}
 
-    return Explorable("toy_failing", {"a": Slider(0.0, 1.0, 0.2)}, setup, update)
+    return Explorable("toy_failing", {"a": Slider(0.0, 1.0, 0.2, stops=[0.0, 0.2, 0.3, 0.9])}, setup, update)
 
 
 def test_drawing_error_is_shown_in_the_widget(no_thread_errors):
     exp = _failing(0.5)
     w = exp.live()
-    good = bytes(w.image.value)
+    good = w.png
     assert good.startswith(PNG_MAGIC) and w.message.value == ""
     w.controls["a"].value = 0.9
     assert w.wait()
     assert "Could not draw" in w.message.value
     assert "ZeroDivisionError" in w.message.value and "refuses a &gt; 0.5" in w.message.value
-    assert bytes(w.image.value) == good  # the last good image stays
+    assert w.png == good  # the last good image stays
+    assert w.drawn == {"a": 0.2}  # the last values actually drawn
     w.controls["a"].value = 0.3
     assert w.wait()
     assert w.message.value == ""
-    assert "0.30" in w.readout.value
+    assert "0.30" in shown_readouts(w)
 
 
 def test_drawing_error_at_the_defaults_does_not_raise(no_thread_errors):
@@ -282,3 +256,277 @@ def test_warnings_in_update_become_a_note():
         warnings.simplefilter("error")
         _, readouts = exp.render(a=0.25)
     assert readouts["note"] == "something odd at a=0.25"
+
+
+# ---- controls: exact stops and labels that tell them apart --------------------------------------------------
+def test_stops_are_exactly_the_positions_both_faces_offer():
+    s = Slider(-0.5, 0.5, 0.1, stops=[-0.5, -0.25, 0.0, 0.1, 0.25, 0.5])
+    assert s.positions() == [-0.5, -0.25, 0.0, 0.1, 0.25, 0.5]
+    assert s.positions(41) == s.positions()  # a requested count does not override explicit stops
+    assert Slider(1, 256, 32, scale="log", stops=[1, 2, 4, 8, 16, 32, 64, 128, 256]).positions()[5] == 32
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"lo": 0.0, "hi": 1.0, "value": 0.3, "stops": [0.0, 0.25, 0.5]}, "must be one of the stops"),
+    ({"lo": 0.0, "hi": 1.0, "value": 0.5, "stops": [0.0, 0.5, 0.5, 1.0]}, "strictly ascending"),
+    ({"lo": 0.0, "hi": 1.0, "value": 0.5, "stops": [1.0, 0.5]}, "strictly ascending"),
+    ({"lo": 0.0, "hi": 1.0, "value": 0.5, "stops": [0.0, 0.5, 2.0]}, "[2.0] are not"),
+    ({"lo": 0, "hi": 10, "value": 4, "stops": [2, 2.5, 4]}, "whole numbers"),
+    ({"lo": 0.0, "hi": 1.0, "value": 0.5, "stops": [0.5]}, "at least two"),
+    ({"lo": 1e-3, "hi": 1.0, "value": 0.01, "scale": "log", "stops": [0.0, 0.01, 0.1]}, "[0.0] are not"),
+])
+def test_bad_stops_are_refused_with_a_reason(kwargs, words):
+    with pytest.raises(ValueError) as err:
+        Slider(**kwargs)
+    assert words in str(err.value)
+
+
+def test_a_log_slider_with_zero_may_stop_at_zero():
+    s = Slider(1e-8, 1.0, 1e-5, scale="log", zero=True, stops=[0.0, 1e-8, 1e-5, 1e-2, 1.0])
+    assert s.positions()[0] == 0.0 and s.format(0.0) == "0"
+
+
+def test_labels_show_the_default_exactly_and_tell_every_stop_apart():
+    offset = Slider(-100.0, 200.0, 100.5, step=0.5)
+    assert offset.format(100.5) == "100.5"  # not "100" or "101"
+    assert "162.5" in [offset.format(v) for v in offset.positions()]
+    gain = Slider(0.8, 1.2, 1.0, stops=[0.977, 0.99, 1.0, 1.01, 1.024, 1.05])
+    assert [gain.format(v) for v in gain.positions()] == ["0.977", "0.99", "1", "1.01", "1.024", "1.05"]
+    tiny = Slider(1e-4, 10.0, 1.0, scale="log", zero=True, stops=[0.0, 4e-4, 1e-3, 1.78e-3, 1.0])
+    labels = [tiny.format(v) for v in tiny.positions()]
+    assert [float(t) for t in labels] == tiny.positions()
+
+
+def test_generated_positions_hold_the_default_exactly_and_no_float_noise():
+    s = Slider(0.0, 0.9, 0.35)
+    pos = s.positions()
+    assert 0.35 in pos and pos == sorted(pos)
+    assert all(float(f"{v:.12g}") == v for v in pos)  # 0.3, not 0.30000000000000004
+    assert Slider(0, 100, 37).positions().count(37) == 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_catalog_labels_are_distinct_and_exact(name):
+    for key, c in catalog()[name].controls.items():
+        labels = [c.format(v) for v in c.positions()]
+        assert len(set(labels)) == len(labels), f"{key}: two stops look the same: {labels}"
+        if isinstance(c, Slider) and c.fmt is None:
+            assert float(c.format(c.value)) == c.value, f"{key}: the default {c.value!r} shows as {c.format(c.value)}"
+
+
+# ---- presets ----------------------------------------------------------------------------------------------
+def _toy(presets=None, **kw):
+    def setup(fig):
+        ax = fig.subplots()
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.1, 1.1)
+        (line,) = ax.plot([0, 1], [0, 0])
+        return {"line": line, "animated": [line]}
+
+    def update(art, a, mode):
+        y = a if mode == "flat" else 1 - a
+        art["line"].set_ydata([a, y])
+        return {"a": repr(a), "mode": mode, "ends": f"{a:.3f} to {y:.3f}"}
+
+    controls = {"a": Slider(0.0, 1.0, 0.2, stops=[0.0, 0.1, 0.2, 0.7], label="a value"),
+                "mode": Choice(["flat", "tilted"], "flat", label="mode")}
+    return Explorable("toy_presets", controls, setup, update, presets=presets,
+                      alt=lambda a, mode: f"a line from {a:g}, {mode}", **kw)
+
+
+def test_presets_are_kept_in_order_and_fill_in_defaults():
+    exp = _toy({"tilted": Preset({"mode": "tilted"}, "the line tilts"),
+                "a 0.7": Preset({"a": 0.7, "mode": "tilted"}, "both ends move")})
+    assert list(exp.presets) == ["tilted", "a 0.7"]
+    assert exp.preset_values("tilted") == {"a": 0.2, "mode": "tilted"}
+    assert exp.preset_values("a 0.7") == {"a": 0.7, "mode": "tilted"}
+    with pytest.raises(ValueError, match="no preset 'a 0.8'.*'tilted', 'a 0.7'"):
+        exp.preset_values("a 0.8")
+    assert _toy().presets == {}
+
+
+def test_a_preset_value_is_stored_as_the_stop_itself():
+    exp = _toy({"zero": Preset({"a": 0}, "a at zero")})
+    v = exp.preset_values("zero")["a"]
+    assert v == 0.0 and isinstance(v, float)
+
+
+@pytest.mark.parametrize("presets, error, words", [
+    ({"x": Preset({"b": 1.0}, "n")}, ValueError, "unknown control(s) ['b']"),
+    ({"x": Preset({"a": 0.3}, "n")}, ValueError, "not exactly one of that control's positions"),
+    ({"x": Preset({"a": 0.1 + 1e-12}, "n")}, ValueError, "not exactly one"),
+    ({"x": Preset({"mode": "round"}, "n")}, ValueError, "not exactly one"),
+    ({"x": {"a": 0.1}}, TypeError, "must be a Preset"),
+    ({"": Preset({"a": 0.1}, "n")}, ValueError, "non-empty string"),
+    ([Preset({"a": 0.1}, "n")], TypeError, "dict of label"),
+])
+def test_bad_presets_are_refused_at_construction(presets, error, words):
+    with pytest.raises(error) as err:
+        _toy(presets)
+    assert words in str(err.value)
+
+
+def test_a_preset_needs_a_dict_and_a_one_line_notice():
+    with pytest.raises(TypeError, match="dict"):
+        Preset([("a", 1)], "n")
+    with pytest.raises(ValueError, match="notice"):
+        Preset({"a": 1}, "  ")
+    with pytest.raises(ValueError, match="one line"):
+        Preset({"a": 1}, "first\nsecond")
+
+
+def test_try_this_lists_the_presets_in_order():
+    exp = _toy({"tilted": Preset({"mode": "tilted"}, "the line tilts"),
+                "a 0.7": Preset({"a": 0.7}, "the line rises")})
+    lines = try_this_markdown(exp).splitlines()
+    assert lines[0].startswith("**Try this**")
+    assert [ln for ln in lines if ln.startswith("- ")] == ["- **tilted**: the line tilts",
+                                                           "- **a 0.7**: the line rises"]
+    with pytest.raises(ValueError, match="no presets"):
+        try_this_markdown(_toy())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_catalog_entry_is_small_enough_to_pre_render_whole(name):
+    exp = catalog()[name]
+    assert len(exp.controls) <= 3, f"{name} has {len(exp.controls)} controls; split it (at most 3)"
+    grid(exp)  # raises when the combinations exceed max_frames
+    assert exp.presets, f"{name} has no presets"
+    md = try_this(name).data
+    assert md == try_this_markdown(exp) == try_this(name).data  # deterministic
+    for label, p in exp.presets.items():
+        assert f"- **{label}**: {p.notice}" in md
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_adjacent_stops_are_not_dead(name):
+    """Moving a slider one stop (the others at their defaults) changes the frame or the readouts."""
+    exp = catalog()[name]
+    for key, c in exp.controls.items():
+        if not isinstance(c, Slider):
+            continue
+        stops = c.positions()
+        shown = [exp.render(**{key: v}) for v in stops]
+        for i in range(len(stops) - 1):
+            assert shown[i] != shown[i + 1], f"{key} = {stops[i]!r} and {stops[i + 1]!r}: same frame and readouts"
+
+
+# ---- live face: exact values, presets, alt text ------------------------------------------------------------
+def live_image_alt(w) -> str:
+    return html.unescape(re.search(r"alt='([^']*)'", w.image.value).group(1))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_live_controls_send_back_the_exact_stops(name, no_thread_errors):
+    """The browser moves a selection widget by index; the kernel must get (and draw) the stop itself."""
+    exp = catalog()[name]
+    w = exp.live()
+    for key, widget in w.controls.items():
+        stops = exp.controls[key].positions()
+        for i in range(len(stops)):
+            widget.index = i  # what the front end sends
+            got = w.current_values()[key]
+            assert got == stops[i] and repr(got) == repr(stops[i])
+        widget.index = len(stops) // 2
+        assert w.wait()
+        assert repr(w.drawn[key]) == repr(stops[len(stops) // 2])
+        assert w.drawn == w.current_values()
+        assert live_image_alt(w) == exp.alt(**w.drawn)
+        widget.value = exp.controls[key].value
+        assert w.wait()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_live_preset_buttons_set_every_control_and_draw_once(name, no_thread_errors):
+    exp = catalog()[name]
+    w = exp.live()
+    assert list(w.buttons) == list(exp.presets)
+    for label, button in w.buttons.items():
+        assert "nl-preset" in button._dom_classes and button.description == label
+        before = w.draws
+        button.click()
+        assert w.wait()
+        expected = exp.preset_values(label)
+        assert w.draws == before + 1, f"preset {label!r} drew {w.draws - before} times"
+        assert w.current_values() == expected and w.drawn == expected
+        assert [repr(v) for v in w.drawn.values()] == [repr(v) for v in expected.values()]
+        png, readouts = exp.render(**expected)
+        assert w.png == png and shown_readouts(w) == readouts_html(readouts)
+        assert live_image_alt(w) == exp.alt(**expected)
+
+
+def test_live_view_classes_size_and_registry(no_thread_errors):
+    exp = _toy({"tilted": Preset({"mode": "tilted"}, "the line tilts")})
+    first, second = exp.live(), exp.live(a=0.7)
+    assert views()[-2:] == [first, second]
+    assert {"normlab-live", "nl-toy-presets"} <= set(first._dom_classes)
+    assert second.drawn == {"a": 0.7, "mode": "flat"}
+    with pytest.raises(ValueError, match="not one of the positions"):
+        exp.live(a=0.5)  # in range, but not a stop the controls can show
+    width = int.from_bytes(first.png[16:20], "big")  # PNG IHDR
+    assert width == 2 * exp.css_width
+    assert f"width='{exp.css_width}'" in first.image.value
+    # the readouts keep the height of the largest table shown so far
+    assert "nl-ghost" in first.readout.value and "aria-live='polite'" in first.readout.value
+
+
+# ---- static face --------------------------------------------------------------------------------------------
+def static_data(page: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" class="nl-data">(.*?)</script>', page, re.S)
+                      .group(1))
+
+
+def test_static_face_offers_every_combination(tmp_path):
+    exp = _toy({"tilted": Preset({"mode": "tilted"}, "the line tilts"),
+                "a 0.7": Preset({"a": 0.7}, "the line rises")})
+    page = static_html(exp, folder=tmp_path)
+    data = static_data(page)
+    assert "http://" not in page and "https://" not in page and "data:image" not in page
+    stops, modes = exp.controls["a"].positions(), exp.controls["mode"].positions()
+    assert data["sizes"] == [len(stops), len(modes)]
+    assert len(data["frames"]) == len(stops) * len(modes)
+    for i, a in enumerate(stops):
+        for j, mode in enumerate(modes):
+            f_img, f_read, f_alt = data["frames"][i * len(modes) + j]
+            png, readouts = exp.render(a=a, mode=mode)
+            assert data["readouts"][f_read] == readouts_html(readouts)
+            assert data["alts"][f_alt] == exp.alt(a=a, mode=mode)
+            stored = (tmp_path / data["files"][f_img]).read_bytes()
+            assert stored.startswith(PNG_MAGIC)
+            assert int.from_bytes(stored[16:20], "big") == 2 * exp.css_width
+    # identical frames would share one file: no two files hold the same image
+    assert len(data["files"]) == len({(tmp_path / f).read_bytes() for f in data["files"]})
+    assert data["labels"] == [[exp.controls["a"].format(v) for v in stops], ["flat", "tilted"]]
+    assert data["presets"] == {"tilted": [stops.index(0.2), 1], "a 0.7": [stops.index(0.7), 0]}
+    assert data["defaults"] == [stops.index(0.2), 0]
+    assert re.findall(r'<button type="button" data-preset="([^"]*)"', page) == ["tilted", "a 0.7"]
+    assert len(re.findall(r"data-i='\d'", page)) == 2
+    assert 'class="nl-readouts" aria-live="polite"' in page
+    default_src = re.search(r'<img class="nl-frame" src="([^"]+)"', page).group(1)
+    assert default_src == data["dir"] + data["files"][data["frames"][data["defaults"][0] * 2][0]]
+    assert data["dir"] == "nl-frames/toy_presets/"
+
+
+def test_static_face_refuses_more_combinations_than_max_frames(tmp_path):
+    exp = _toy(max_frames=7)
+    with pytest.raises(ValueError, match="8 combinations .* exceed max_frames=7.*split"):
+        static_html(exp, folder=tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing rendered
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_frame_does_not_depend_on_the_frames_drawn_before(name):
+    """Two fresh objects draw the same states in opposite orders: every frame is the same (the static page
+    renders in grid order, the live face and the tests in any order)."""
+    from normlab_core import explorables
+
+    exp = catalog()[name]
+    rng = random.Random(name)
+    states = [{k: rng.choice(c.positions()) for k, c in exp.controls.items()} for _ in range(4)]
+    states += [{k: c.positions()[-1] for k, c in exp.controls.items()},
+               {k: c.positions()[0] for k, c in exp.controls.items()}]
+    one, two = explorables.build()[name], explorables.build()[name]
+    forward = [one.render(small=True, **s) for s in states]
+    backward = [two.render(small=True, **s) for s in reversed(states)][::-1]
+    for s, a, b in zip(states, forward, backward, strict=True):
+        assert a == b, f"{name} at {s} draws differently depending on the frames drawn before"

@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
+from ..controls import Preset
 from ..examples import STACK_INPUT
 from ..explore import Explorable, Slider
 from ..norms import batch_norm, layer_norm
@@ -47,7 +48,7 @@ def _gain_setup(fig):
         ax_c.plot(depths, float(g) ** depths, ls, color="0.55", lw=1, label=f"gain {g}")
     ax_c.axhline(1, color="0.6", lw=0.8)
     (line,) = ax_c.plot(depths, depths * 0 + 1.0, color=COLORS["none"], label="your gain")
-    (dot,) = ax_c.plot([0], [1], "o", color=COLORS["none"], ms=6)
+    (dot,) = ax_c.plot([0], [1], "o", color=COLORS["none"], ms=6, clip_on=False, in_layout=False)
     ax_c.set_yscale("log")
     ax_c.set_xlim(0, MAX_DEPTH)
     ax_c.set_ylim(*MAG_LIM)
@@ -73,13 +74,13 @@ def _gain_update(art, gain, depth):
     art["line"].set_ydata(np.clip(curve, *MAG_LIM))
     art["dot"].set_data([depth], [np.clip(curve[depth], *MAG_LIM)])
     art["mark"].set_data([depth], [gain])
-    out = {f"|h_L| / |h_0| at L = {depth}": f"{curve[depth]:.4g}  (gain**depth = {float(gain) ** depth:.4g})"}
+    out = {"|h_L| / |h_0|": f"{curve[depth]:.4g} at L = {depth}  (gain**depth = {float(gain) ** depth:.4g})"}
     if gain > 1:
-        out["layers until 10x"] = f"{np.log(10) / np.log(gain):.1f}"
+        out["layers per factor 10"] = f"{np.log(10) / np.log(gain):.1f} (growing)"
     elif gain < 1:
-        out["layers until 1/10x"] = f"{np.log(0.1) / np.log(gain):.1f}"
+        out["layers per factor 10"] = f"{np.log(0.1) / np.log(gain):.1f} (shrinking)"
     else:
-        out["layers until 10x"] = "never: a gain of exactly 1 keeps the magnitude"
+        out["layers per factor 10"] = "never: a gain of exactly 1 keeps the magnitude"
     return out
 
 
@@ -177,7 +178,7 @@ def _bn_setup(fig):
     sizes, bn, ln = spread_curve()
     ax_s.plot(sizes, bn, color=COLORS["batch_norm"], label="BatchNorm")
     ax_s.plot(sizes, ln, color=COLORS["layer_norm"], label="LayerNorm (exactly 0)")
-    (mark,) = ax_s.plot([1], [bn[0]], "o", color=COLORS["batch_norm"], ms=7)
+    (mark,) = ax_s.plot([1], [bn[0]], "o", color=COLORS["batch_norm"], ms=7, clip_on=False, in_layout=False)
     ax_s.set_xscale("log", base=2)
     ax_s.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax_s.set_xlim(1, MAX_BATCH)
@@ -210,10 +211,52 @@ def _bn_update(art, batch):
         "BN batch mean of feature 0": (f"{means.min():+.3f} to {means.max():+.3f} across batches; the positions' "
                                        f"average mean is {pooled:+.3f}, no single position's"),
     }
+    examples = "1 example" if batch == 1 else f"{batch} examples"
+    pooled_values = f"each BatchNorm statistic pools {batch * T} values ({examples} x {T} positions)"
     if batch == 1:
-        out["note"] = (f"batch size 1: BatchNorm still pools the {T} positions of the one example, so it "
-                       "normalizes against the spread between positions, which is not noise but structure")
+        pooled_values += (": with one example that is its own positions, so BatchNorm normalizes against the "
+                          "spread between positions, which is structure, not noise")
+    out["BatchNorm pools"] = pooled_values
     return out
+
+
+GAIN_STOPS = [0.8, 0.85, 0.9, 0.95, 0.977, 0.99, 1.0, 1.01, 1.024, 1.05, 1.1, 1.15, 1.2]
+DEPTH_STOPS = list(range(0, MAX_DEPTH + 1, 12))
+BATCH_STOPS = [1, 2, 4, 8, 16, 32, 64]
+
+GAIN_PRESETS = {
+    "depth 96": Preset({"depth": 96}, (
+        "at gain 1.1 the curve passes 10 near layer 24 and keeps climbing in a straight line: after 96 layers "
+        "the factor is 1.1^96 = 9412")),
+    "gain 0.9": Preset({"gain": 0.9}, (
+        "a gain just under 1 shrinks the stream as surely: 0.07977 of its size after 24 layers, a tenth after "
+        "21.9 layers")),
+    "gain 1": Preset({"gain": 1.0}, "only a gain of exactly 1 keeps the curve flat at every depth"),
+    "gain 1.024, depth 96": Preset({"gain": 1.024, "depth": 96}, (
+        "the edge of the band that stays within a factor ten over 96 layers: 9.745 (ln 10 / 96 = 0.024); "
+        "on the right the band narrows like a funnel as depth grows")),
+    "gain 0.977, depth 96": Preset({"gain": 0.977, "depth": 96}, (
+        "the lower edge of that band: 0.1071, just above a tenth")),
+    "gain 1.05, depth 96": Preset({"gain": 1.05, "depth": 96}, (
+        "five percent per layer is already a factor 108.2 at depth 96")),
+    "gain 1.01, depth 96": Preset({"gain": 1.01, "depth": 96}, (
+        "even a one-percent gain is worth a factor 2.599 over 96 layers")),
+}
+
+BATCH_PRESETS = {
+    "batch 8": Preset({"batch": 8}, (
+        "bottom left: each light blue cloud is one token normalized in 40 different batches; the LayerNorm "
+        "diamonds are single points because all 40 copies agree")),
+    "batch 64": Preset({"batch": 64}, (
+        "the boxes span the whole batch and the clouds tighten without collapsing: eight times the batch only "
+        "takes the spread from 0.131 to 0.049")),
+    "batch 1": Preset({"batch": 1}, (
+        "one sequence alone still gets a BatchNorm output because its 6 positions are pooled, but that output "
+        "is measured against the differences between positions")),
+    "batch 32": Preset({"batch": 32}, (
+        "compare the clouds' centres with zero: at positions 0 and 4 they sit near +1.5 and -1.6 at every "
+        "batch size, because BatchNorm subtracts an average over positions, not the position's own mean")),
+}
 
 
 def entries() -> list:
@@ -222,8 +265,8 @@ def entries() -> list:
         Explorable(
             "gain_depth",
             {
-                "gain": Slider(GAIN_RANGE[0], GAIN_RANGE[1], 1.1, step=0.01, label="per-layer gain g", steps=9),
-                "depth": Slider(0, MAX_DEPTH, 24, label="depth L (layers)", steps=7),
+                "gain": Slider(GAIN_RANGE[0], GAIN_RANGE[1], 1.1, label="per-layer gain g", stops=GAIN_STOPS),
+                "depth": Slider(0, MAX_DEPTH, 24, label="depth L (layers)", stops=DEPTH_STOPS),
             },
             _gain_setup,
             _gain_update,
@@ -234,10 +277,11 @@ def entries() -> list:
                 "factor over gain 0.8 to 1.2 and depth 0 to 96 with contours at 1/1000, 1/10, 10 and 1000 times, "
                 f"and a ring at gain {gain:g}, depth {depth}."),
             height=3.4,
+            presets=GAIN_PRESETS,
         ),
         Explorable(
             "batch_vs_layer_norm",
-            {"batch": Slider(1, MAX_BATCH, 8, scale="log", label="batch size B (examples)", steps=7)},
+            {"batch": Slider(1, MAX_BATCH, 8, scale="log", label="batch size B (examples)", stops=BATCH_STOPS)},
             _bn_setup,
             _bn_update,
             title="BatchNorm averages across the batch, LayerNorm across one token's features",
@@ -247,6 +291,7 @@ def entries() -> list:
                 "LayerNorm statistic uses. Bottom left: feature 0 of the same example after each normalization in "
                 f"{N_DRAWS} different batches, per position. Bottom right: how much the BatchNorm value varies "
                 "between batches against batch size; the LayerNorm value never varies."),
-            height=5.8,
+            height=4.6,
+            presets=BATCH_PRESETS,
         ),
     ]

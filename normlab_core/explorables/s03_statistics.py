@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from ..controls import Preset
 from ..examples import CHAPTER_SHAPE
 from ..explore import Choice, Explorable, Slider
 from ..moments import one_pass_var, span_in_std
@@ -14,7 +15,7 @@ from ..norms import layer_norm
 from ..stats import mean_var
 from ..style import COLORS, label
 
-# The chapter's vector a is 100.5 + 1 * SHAPE and its vector b is 0.0015 + 0.001 * SHAPE.
+# The reference text's vector a is 100.5 + 1 * SHAPE and its vector b is 0.0015 + 0.001 * SHAPE.
 SHAPE = CHAPTER_SHAPE
 Z_EXACT = SHAPE / math.sqrt(float(np.mean(SHAPE * SHAPE)))   # the standardized shape, float64
 Z_LIM = (-2.2, 2.2)
@@ -99,7 +100,7 @@ def _update(art, offset, scale, dtype):
     art["band"].set_height(2 * std)
     z, why = standardize(x)
     out = {
-        f"x ({dtype})": "[" + ", ".join(_stored(v) for v in x) + "]",
+        "x as stored": f"{dtype} [" + ", ".join(_stored(v) for v in x) + "]",
         "mean, variance, std": f"{mean:.7g}, {var:.7g}, {std:.7g}",
     }
     if z is None:
@@ -107,11 +108,12 @@ def _update(art, offset, scale, dtype):
         art["span_bar"].set_ydata([np.nan, np.nan])
         art["span_txt"].set_text("")
         art["note"].set_text("variance 0: all values are equal,\n(x - mean) / std is 0/0 (drawn at 0)")
-        out["standardized"] = "undefined: " + why
         if scale > 0:
-            out["why"] = (f"the spread {scale:g} is below the {dtype} spacing near {offset:g} "
-                          f"({float(np.spacing(DTYPES[dtype](offset))):.3g}), so storing x rounds every value "
-                          "to the same number")
+            why = (f"the spread {scale:g} is below the {dtype} spacing near {offset:g} "
+                   f"({float(np.spacing(DTYPES[dtype](offset))):.3g}), so storing x rounds every value "
+                   "to the same number")
+        out["standardized"] = "undefined: " + why
+        out["span (max - min) / std"] = "undefined (0/0)"
     else:
         art["std_pts"].set_ydata(np.clip(z, *Z_LIM))
         art["span_bar"].set_ydata([z.min(), z.max()])
@@ -123,9 +125,42 @@ def _update(art, offset, scale, dtype):
         out["standardized"] = "[" + ", ".join(f"{v:+.4f}" for v in z) + "]"
         out["span (max - min) / std"] = f"{span:.6g}"
     one = float(one_pass_var(x))
-    rel = "" if var == 0 else f" (relative error {abs(one - var) / var:.1e})"
-    out[f"one-pass E[x^2] - E[x]^2 in {dtype}"] = f"{one:.7g}{rel}"
+    rel = " (exact: both are 0)" if var == 0 else f" (relative error {abs(one - var) / var:.1e})"
+    out["one-pass variance E[x²] - E[x]²"] = f"{one:.7g} in {dtype}{rel}"
     return out
+
+
+OFFSET_STOPS = [0.0, 0.01, 0.1, 1.0, 10.0, 100.5, 1e3, 1e4, 1e5]
+SCALE_STOPS = [0.0, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0]
+
+PRESETS = {
+    "offset 0": Preset({"offset": 0.0}, (
+        "the left panel is drawn around the mean, so only its labels change; the right panel does not move "
+        "and the span stays 2.928 standard deviations")),
+    "offset 100000": Preset({"offset": 1e5}, (
+        "the same picture at the far end of the offset range (float32 still stores these six numbers "
+        "exactly), but the one-pass variance in the last readout has collapsed to 0")),
+    "offset 0, scale 0.0001": Preset({"offset": 0.0, "scale": 1e-4}, (
+        "the raw axis shrinks by decades while the standardized points stay on their crosses")),
+    "offset 0, scale 100": Preset({"offset": 0.0, "scale": 100.0}, (
+        "a million times larger than the previous state, and the standardized values are the same")),
+    "scale 0": Preset({"scale": 0.0}, (
+        "all six values are equal, the variance is 0 and standardizing is 0/0: the case LayerNorm's epsilon "
+        "exists for (section 23.4)")),
+    "offset 10000, scale 0.01": Preset({"offset": 1e4, "scale": 0.01}, (
+        "float32 keeps about 7 significant digits, so the stored values land on its grid; the standardized "
+        "points leave their crosses and the red note says by how much")),
+    "offset 10000, scale 0.01, float64": Preset({"offset": 1e4, "scale": 0.01, "dtype": "float64"}, (
+        "with about 16 significant digits the points are back on their crosses")),
+    "offset 100000, scale 0.0001": Preset({"offset": 1e5, "scale": 1e-4}, (
+        "in float32 all six values round to the same number and the variance is 0")),
+    "offset 100000, scale 0.0001, float64": Preset({"offset": 1e5, "scale": 1e-4, "dtype": "float64"}, (
+        "float64 keeps the shape, but the one-pass formula loses it completely: it returns a negative "
+        "variance, -3.8e-6, where the two-pass variance is 2.9e-8")),
+    "defaults (float32)": Preset({}, (
+        "at offset 100.5 the float32 one-pass variance is already off from its fourth decimal on "
+        "(2.916992 against 2.916667, a relative error of 1.1e-4), while the two-pass variance is right")),
+}
 
 
 def entries() -> list:
@@ -134,10 +169,10 @@ def entries() -> list:
         Explorable(
             "scale_offset_standardize",
             {
-                "offset": Slider(1e-3, 1e5, 100.5, scale="log", zero=True, label="offset (added to every x_i)",
-                                 steps=9),
+                "offset": Slider(0.01, 1e5, 100.5, scale="log", zero=True, label="offset (added to every x_i)",
+                                 stops=OFFSET_STOPS),
                 "scale": Slider(1e-4, 1e2, 1.0, scale="log", zero=True, label="scale (multiplies the shape)",
-                                steps=7),
+                                stops=SCALE_STOPS),
                 "dtype": Choice(["float32", "float64"], "float32", label="stored as"),
             },
             _setup,
@@ -147,5 +182,6 @@ def entries() -> list:
                 f"Two panels. Left: the six values x = {offset:g} + {scale:g} * shape stored as {dtype}, with "
                 "their mean and a band of one standard deviation either side. Right: the standardized values "
                 "on a fixed axis from -2.2 to 2.2, next to crosses marking the exact standardized shape."),
+            presets=PRESETS,
         )
     ]

@@ -8,16 +8,19 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..controls import Preset
 from ..examples import CHAPTER_SHAPE
 from ..explore import Explorable, Slider
 from ..norms import layer_norm
 from ..stats import mean_var
 from ..style import COLORS, label
 
-# The chapter's vector [100, 102, 98, 101, 99, 103] is 100.5 + this shape.
+# The reference text's vector [100, 102, 98, 101, 99, 103] is 100.5 + this shape.
 SHAPE = CHAPTER_SHAPE
 UNIT_SHAPE = SHAPE / SHAPE.std()          # the same shape with standard deviation 1
 OUT_LIM = 5.0
+REF_OFFSET = 100.5                       # the mean of the reference vector
+DEFAULT_EPS = 1e-5
 IN_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)   # input panel ticks, as fractions of its current axis limit
 
 
@@ -54,6 +57,8 @@ def _setup(fig):
         ax.set_xticks(idx)
         ax.set_xlim(-0.3, 5.3)
     note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color="#B00020")
+    for t in (*tick_texts, stats_in, note):   # texts that change never move the axes (one layout for all states)
+        t.set_in_layout(False)
     return {"line_in": line_in, "line_out": line_out, "note": note, "stats_in": stats_in,
             "band_hi": band_hi, "band_lo": band_lo, "ticks": tick_texts,
             "animated": [line_in, stats_in, line_out, band_hi, band_lo, note, *tick_texts]}
@@ -74,7 +79,7 @@ def _update(art, offset, scale, eps, gamma, beta):
         y = layer_norm(x, np.full(SHAPE.size, gamma), np.full(SHAPE.size, beta), eps=eps)
     if caught:  # only the 0/0 case warns
         art["line_out"].set_ydata(np.full(SHAPE.size, np.nan))
-        art["note"].set_text("variance 0 and eps 0: every output is 0/0 = NaN (nothing to draw)")
+        art["note"].set_text("variance 0 and eps 0:\nevery output is 0/0 = NaN (nothing to draw)")
         out = "NaN: every component is 0/0 (zero variance and no epsilon)"
         ratio = "undefined (0/0)"
     else:
@@ -82,20 +87,30 @@ def _update(art, offset, scale, eps, gamma, beta):
         y_mean, y_var = mean_var(y)
         out = f"mean {y_mean:+.6f}, variance {y_var:.6g}"
         r = var / (var + eps)
-        ratio = f"{r:.6g}"
+        ratio = f"{r:.6g}  (1 would mean epsilon is negligible; epsilon's share is {eps / (var + eps):.2g})"
         if var == 0:
-            art["note"].set_text("constant input: x - mean is 0, so every output is beta")
+            art["note"].set_text("constant input: x - mean is 0,\nso every output is beta")
         elif gamma == 0:
-            art["note"].set_text("gamma = 0: the scale is switched off, every output is beta")
+            art["note"].set_text("gamma = 0: the scale is switched off,\nevery output is beta")
         elif r < 0.5:
-            art["note"].set_text("var < eps: epsilon, not the data, sets the scale")
+            art["note"].set_text("var < eps: epsilon, not the data,\nsets the scale")
         else:
             art["note"].set_text("")
+    divisor = math.sqrt(var + eps)
     return {
         "input": f"mean {mean:.6g}, variance {var:.4g}, std {math.sqrt(var):.4g}",
+        "divisor sqrt(var + eps)": (f"{divisor:.4g}" if divisor > 0 else "0: the deviations (all 0) are divided by 0"),
+        "var / (var + eps)": ratio,
         "output": out,
-        "var / (var + eps)": f"{ratio}  (the output variance divided by gamma²; 1 means epsilon is negligible)",
     }
+
+
+def _update_eps(art, scale, eps):
+    return _update(art, REF_OFFSET, scale, eps, 1.0, 0.0)
+
+
+def _update_affine(art, offset, gamma, beta):
+    return _update(art, offset, 1.0, DEFAULT_EPS, gamma, beta)
 
 
 # -- output spread against input spread ----------------------------------------------------------
@@ -118,7 +133,8 @@ def _setup_spread(fig):
         x0 = 1.6 * SPREADS[0]  # label each faint line near the left edge, just above it
         ax.text(x0, 2.2 * x0 / math.sqrt(e), f"eps={e:g}", fontsize=7, color="0.35", rotation=22)
     (cur,) = ax.plot(SPREADS, spread_curve(1e-5), color=COLORS["layer_norm"], lw=2.4, label="current epsilon")
-    (dot,) = ax.plot([1.0], [1.0], "o", color=COLORS["marker"], ms=6, label="current input spread")
+    (dot,) = ax.plot([1.0], [1.0], "o", color=COLORS["marker"], ms=6, label="current input spread", clip_on=False,
+                     in_layout=False)
     vline = ax.axvline(1e-3, color=COLORS["rms_norm"], ls="--", lw=1, label="input std = sqrt(eps)")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -138,15 +154,74 @@ def _update_spread(art, spread, eps):
     root = math.sqrt(eps)
     art["vline"].set_xdata([max(root, SPREADS[0] / 10)] * 2)
     formula = spread / math.sqrt(spread**2 + eps)
-    out = {
+    return {
         "output std (LayerNorm, float64)": f"{out_std:.6g}",
         "formula s / sqrt(s² + eps)": f"{formula:.6g}",
-        "sqrt(eps)": f"{root:.3g}" + ("  (eps = 0: the output std is 1 for every input with any spread)"
+        "sqrt(eps)": f"{root:.3g}" + ("  (eps = 0: any spread at all, however tiny, is blown up to std 1)"
                                        if eps == 0 else ""),
     }
-    if spread < SPREADS[0] * 1.0001 and eps == 0:
-        out["note"] = "with eps = 0 even this tiny spread is blown up to std 1"
-    return out
+
+
+EPS_STOPS = [0.0, 1e-8, 1e-5, 1e-2, 1.0]        # every third decade: the faint curves of layer_norm_spread
+SCALE_STOPS = [0.0, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0]
+OFFSET_STOPS = [-100.0, 0.0, 100.5, 200.0]
+GAMMA_STOPS = [0.0, 0.5, 1.0, 1.5, 2.0]
+BETA_STOPS = [-2.0, -1.0, 0.0, 1.0, 2.0]
+SPREAD_STOPS = [1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 1.708, 10.0, 100.0]
+
+EPS_PRESETS = {
+    "scale 0, epsilon 0": Preset({"scale": 0.0, "eps": 0.0}, (
+        "all six inputs are equal, so every output is 0/0: NaN, and nothing is drawn")),
+    "scale 0, epsilon 1e-8": Preset({"scale": 0.0, "eps": 1e-8}, (
+        "one stop of epsilon is enough: the deviations (all 0) are divided by sqrt(eps) instead of 0, and "
+        "every output is beta")),
+    "epsilon 1": Preset({"eps": 1.0}, (
+        "at scale 1 the variance is 2.917, so var / (var + eps) drops to 0.7447 and the output shrinks inside "
+        "the dashed beta ± gamma lines")),
+    "scale 0.001": Preset({"scale": 1e-3}, (
+        "the variance is now 2.9e-6, below the default epsilon 1e-5: the ratio falls to 0.2258 and the "
+        "output's spread collapses")),
+    "scale 0.001, epsilon 1e-8": Preset({"scale": 1e-3, "eps": 1e-8}, (
+        "the same small input with a much smaller epsilon is normalized to full spread again: whether "
+        "epsilon matters depends on the input's variance")),
+}
+
+AFFINE_PRESETS = {
+    "offset -100": Preset({"offset": -100.0}, (
+        "the input panel's deviations and the output are exactly as at offset 100.5; only the printed mean "
+        "changed: LayerNorm cannot see an offset")),
+    "offset 200": Preset({"offset": 200.0}, "the same again at the other end of the range"),
+    "gamma 2": Preset({"gamma": 2.0}, (
+        "the shape stays and its spread doubles: the output variance is gamma² = 4 (times a ratio that "
+        "epsilon keeps a hair under 1)")),
+    "gamma 0.5, beta 1": Preset({"gamma": 0.5, "beta": 1.0}, (
+        "gamma sets the spread and beta the centre: the output now sits between the dashed lines at 0.5 and "
+        "1.5")),
+    "gamma 0": Preset({"gamma": 0.0}, "gamma 0 switches the scale off: every output is beta"),
+}
+
+SPREAD_PRESETS = {
+    "epsilon 0.01": Preset({"eps": 1e-2}, (
+        "the reference vector's spread (std 1.708, variance 2.917) is far above epsilon: the dot stays at "
+        "0.9983")),
+    "epsilon 1": Preset({"eps": 1.0}, (
+        "once epsilon is comparable with the input's variance the dot leaves the plateau: 0.8630")),
+    "spread 0.01": Preset({"spread": 0.01}, (
+        "at the default epsilon 1e-5 the dashed line sits at sqrt(eps) = 0.00316; a spread three times "
+        "larger is still close to the plateau (0.9535)")),
+    "spread 0.001": Preset({"spread": 1e-3}, (
+        "below the dashed line the output spread falls: 0.3015")),
+    "spread 1e-5": Preset({"spread": 1e-5}, (
+        "far below sqrt(eps) the curve falls with slope 1: output std 0.003162, about a hundred times less "
+        "than at spread 0.001, for a hundred times less input spread")),
+    "epsilon 0, spread 1e-6": Preset({"eps": 0.0, "spread": 1e-6}, (
+        "without epsilon the curve is flat at 1 everywhere, so even a wobble of 1e-6 is blown up to unit "
+        "spread: the amplification of noise epsilon also protects against")),
+}
+
+_ALT_IN = ("Two panels. Left: the six input values x = {offset:g} + {scale:g} * shape, drawn as deviations from "
+           "their mean. Right: their LayerNorm with eps={eps:g}, gamma={gamma:g}, beta={beta:g}, on a fixed axis "
+           "from -5 to 5, with dashed lines at beta plus and minus gamma.")
 
 
 def entries() -> list:
@@ -155,25 +230,36 @@ def entries() -> list:
         Explorable(
             "layer_norm_eps",
             {
-                "offset": Slider(-100.0, 200.0, 100.5, step=0.5, label="offset (mean of x)"),
-                "scale": Slider(1e-4, 10.0, 1.0, scale="log", zero=True, label="scale (spread of x)"),
-                "eps": Slider(1e-8, 1.0, 1e-5, scale="log", zero=True, label="epsilon"),
-                "gamma": Slider(0.0, 2.0, 1.0, step=0.05, label="gamma"),
-                "beta": Slider(-2.0, 2.0, 0.0, step=0.05, label="beta"),
+                "scale": Slider(1e-4, 10.0, 1.0, scale="log", zero=True, label="scale (spread of x)",
+                                stops=SCALE_STOPS),
+                "eps": Slider(1e-8, 1.0, DEFAULT_EPS, scale="log", zero=True, label="epsilon", stops=EPS_STOPS),
             },
             _setup,
-            _update,
-            title="LayerNorm: move the input's offset and spread, epsilon, gamma and beta",
-            alt=lambda offset, scale, eps, gamma, beta: (
-                f"Two panels. Left: the six input values x = {offset:g} + {scale:g} * shape, drawn as "
-                f"deviations from their mean. Right: their LayerNorm with eps={eps:g}, gamma={gamma:g}, "
-                f"beta={beta:g}, on a fixed axis from -5 to 5, with dashed lines at beta plus and minus gamma."),
+            _update_eps,
+            title="LayerNorm's epsilon: shrink the input's spread and change epsilon",
+            alt=lambda scale, eps: _ALT_IN.format(offset=REF_OFFSET, scale=scale, eps=eps, gamma=1.0, beta=0.0),
+            presets=EPS_PRESETS,
+        ),
+        Explorable(
+            "layer_norm_affine",
+            {
+                "offset": Slider(-100.0, 200.0, REF_OFFSET, label="offset (mean of x)", stops=OFFSET_STOPS),
+                "gamma": Slider(0.0, 2.0, 1.0, label="gamma", stops=GAMMA_STOPS),
+                "beta": Slider(-2.0, 2.0, 0.0, label="beta", stops=BETA_STOPS),
+            },
+            _setup,
+            _update_affine,
+            title="LayerNorm ignores the offset; gamma and beta set the output's spread and centre",
+            alt=lambda offset, gamma, beta: _ALT_IN.format(offset=offset, scale=1.0, eps=DEFAULT_EPS, gamma=gamma,
+                                                           beta=beta),
+            presets=AFFINE_PRESETS,
         ),
         Explorable(
             "layer_norm_spread",
             {
-                "spread": Slider(1e-6, 100.0, 1.708, scale="log", label="input standard deviation", steps=9),
-                "eps": Slider(1e-8, 1.0, 1e-5, scale="log", zero=True, label="epsilon", steps=9),
+                "spread": Slider(1e-6, 100.0, 1.708, scale="log", label="input standard deviation",
+                                 stops=SPREAD_STOPS),
+                "eps": Slider(1e-8, 1.0, DEFAULT_EPS, scale="log", zero=True, label="epsilon", stops=EPS_STOPS),
             },
             _setup_spread,
             _update_spread,
@@ -183,5 +269,6 @@ def entries() -> list:
                 "(1e-6 to 100) for epsilon 1e-8, 1e-5, 1e-2 and 1 (faint) and the current epsilon "
                 f"{eps:g} (bold). Each curve is flat at 1 for large inputs and bends down near input std "
                 f"sqrt(eps), marked by a dashed line. A dot marks input std {spread:g}."),
+            presets=SPREAD_PRESETS,
         ),
     ]

@@ -6,13 +6,14 @@ import math
 
 import numpy as np
 
+from ..controls import Preset
 from ..examples import CHAPTER_SHAPE
 from ..explore import Explorable, Slider
 from ..norms import layer_norm, rms_norm
 from ..stats import mean_var
 from ..style import COLORS, label
 
-# The chapter's vector [100, 102, 98, 101, 99, 103] is 100.5 + this shape.
+# The reference text's vector [100, 102, 98, 101, 99, 103] is 100.5 + this shape.
 SHAPE = CHAPTER_SHAPE
 EPS = 1e-5
 OFFSETS = np.linspace(-50.0, 200.0, 501)
@@ -39,12 +40,12 @@ def _setup(fig):
     ax_y.set_xlim(-0.3, 5.3)
     ax_y.set_xticks(idx)
     ax_y.legend(loc="lower center", ncols=2)
-    label(ax_y, "component index i", "output y_i  (dimensionless)", "Outputs of offset + the chapter's shape")
+    label(ax_y, "component index i", "output y_i  (dimensionless)", "Outputs of offset + the reference shape")
     ln_std, rms_std = output_std(OFFSETS)   # drawn once, with the figure
     ax_s.plot(OFFSETS, ln_std, color=COLORS["layer_norm"], label="LayerNorm")
     ax_s.plot(OFFSETS, rms_std, color=COLORS["rms_norm"], label="RMSNorm")
-    (d_ln,) = ax_s.plot([0], [1], "o", color=COLORS["layer_norm"], ms=6)
-    (d_rms,) = ax_s.plot([0], [1], "s", color=COLORS["rms_norm"], ms=6)
+    (d_ln,) = ax_s.plot([0], [1], "o", color=COLORS["layer_norm"], ms=6, clip_on=False, in_layout=False)
+    (d_rms,) = ax_s.plot([0], [1], "s", color=COLORS["rms_norm"], ms=6, clip_on=False, in_layout=False)
     vline = ax_s.axvline(0, color="0.4", ls="--", lw=1)
     ax_s.set_yscale("log")
     ax_s.set_xlim(OFFSETS[0], OFFSETS[-1])
@@ -77,12 +78,29 @@ def _update(art, offset):
     }
 
 
+OFFSET_STOPS = [-50.0, -20.0, -10.0, -5.0, -2.0, -1.0, 0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.5, 200.0]
+
+PRESETS = {
+    "offset 100.5": Preset({"offset": 100.5}, (
+        "the reference vector: RMSNorm's squares hug the dotted line at 1 while LayerNorm's circles span "
+        "about ±1.46")),
+    "offset 0": Preset({"offset": 0.0}, (
+        "on zero-mean input the two outputs coincide, and on the right both dots sit at 1: section 23.6's "
+        "identity")),
+    "offset -50": Preset({"offset": -50.0}, "with a negative mean RMSNorm's output hugs -1 instead: its sign "
+                         "follows the mean"),
+    "offset 10": Preset({"offset": 10.0}, (
+        "the mean already holds 97% of rms² and RMSNorm keeps 0.1683 of LayerNorm's spread; at 100.5 that "
+        "ratio is 0.01699: ten times the mean, a tenth of the spread (it falls like 1/|mean|)")),
+}
+
+
 def entries() -> list:
     """The catalog entries of section 23.5."""
     return [
         Explorable(
             "rms_norm_offset",
-            {"offset": Slider(-50.0, 200.0, 100.5, step=0.5, label="offset (mean of x)", steps=21)},
+            {"offset": Slider(-50.0, 200.0, 100.5, label="offset (mean of x)", stops=OFFSET_STOPS)},
             _setup,
             _update,
             title="Slide the offset: RMSNorm's output collapses toward ±1, LayerNorm's keeps its spread",
@@ -92,5 +110,6 @@ def entries() -> list:
                 "Right: the standard deviation of each output against the offset from -50 to 200 on a log axis; "
                 "LayerNorm's is flat at 1, RMSNorm's falls as the offset grows. "
                 f"Dots and a dashed line mark offset {offset:g}."),
+            presets=PRESETS,
         )
     ]

@@ -8,6 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..controls import Preset
 from ..display import fmt_vector
 from ..examples import CENTRED, MIXED
 from ..explore import Choice, Explorable, Slider
@@ -16,8 +17,9 @@ from ..precision import levels_between, round_to, spacing
 from ..style import COLORS, label
 
 EPS = 1e-5
-RAMP = CENTRED        # the chapter's zero-centred input
+RAMP = CENTRED        # the reference text's zero-centred input
 BASES = {"ramp": RAMP, "mixed": MIXED - MIXED.mean()}
+BASE_NAMES = {"ramp": "ramp [-2, -1, 0, 1, 2]", "mixed": "mixed input [3, -1, 0.5, 2, -0.5] minus its mean 0.8"}
 
 
 # -- the morph from centred to offset data ------------------------------------------------------
@@ -104,12 +106,13 @@ def _setup_precision(fig):
     ax_r.set_xlim(-1, POINTS.size)
     ax_r.legend(loc="lower right", fontsize=7)
     note = ax_r.text(0.03, 0.96, "", transform=ax_r.transAxes, va="top", fontsize=8, color="#B00020")
+    note.set_in_layout(False)
     label(ax_r, "component index i (41 inputs, sorted)", "re-stretched output  (dimensionless)",
           "Stored in 16 bits, then re-stretched")
     (c_ln,) = ax_e.plot(CURVE_OFFSETS, CURVE_OFFSETS * 0 + 1, color=COLORS["layer_norm"], label="LayerNorm")
     (c_rms,) = ax_e.plot(CURVE_OFFSETS, CURVE_OFFSETS * 0 + 1, color=COLORS["rms_norm"], label="RMSNorm")
-    (d_ln,) = ax_e.plot([1], [1], "o", color=COLORS["layer_norm"], ms=6)
-    (d_rms,) = ax_e.plot([1], [1], "s", color=COLORS["rms_norm"], ms=6)
+    (d_ln,) = ax_e.plot([1], [1], "o", color=COLORS["layer_norm"], ms=6, clip_on=False, in_layout=False)
+    (d_rms,) = ax_e.plot([1], [1], "s", color=COLORS["rms_norm"], ms=6, clip_on=False, in_layout=False)
     vline = ax_e.axvline(1, color="0.4", ls="--", lw=1)
     ax_e.set_xscale("log")
     ax_e.set_yscale("log")
@@ -150,10 +153,43 @@ def _update_precision(art, offset, fmt):
         out[k] = (f"output {lo:+.5f} .. {hi:+.5f}; {levels_between(lo, hi, fmt)} {fmt} levels in that range, "
                   f"{len(np.unique(q[k]))} distinct stored values of 41; error after re-stretch {err[k]:.3g}")
     step = float(spacing(1.0, fmt))
-    out[f"{fmt} step just above 1"] = f"{step:.3g} (2^{int(math.log2(step))})"
-    if offset < CURVE_OFFSETS[0]:
-        out["offset"] = "0 is off the log axis: the dots sit at its left edge"
+    out["format step just above 1"] = f"{fmt}: {step:.3g} (2^{int(math.log2(step))})"
+    out["dots on the right"] = (f"at offset {offset:g}" if offset >= CURVE_OFFSETS[0] else
+                                "at the left edge: offset 0 is off the log axis")
     return out
+
+
+OFFSET_STOPS = [-10.0, -5.0, -2.0, -1.0, 0.0, 0.8, 2.0, 5.0, 10.0, 20.0]
+PRECISION_STOPS = [0.0, 0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4]
+
+MORPH_PRESETS = {
+    "offset 0": Preset({"offset": 0.0}, "one line: on zero-mean input LayerNorm and RMSNorm are the same formula"),
+    "offset 10": Preset({"offset": 10.0}, (
+        "the reference text's positive-offset input [8 .. 12]: LayerNorm still gives ±1.414, ±0.707 and 0, "
+        "RMSNorm squeezes everything into +0.792 .. +1.188")),
+    "mixed, offset 0.8": Preset({"base": "mixed", "offset": 0.8}, (
+        "the reference text's mixed input [3, -1, 0.5, 2, -0.5] (mean 0.8): different numbers from the two "
+        "norms, in the same order")),
+    "mixed, offset 0": Preset({"base": "mixed", "offset": 0.0}, "remove its mean and the two norms agree on it too"),
+    "offset -10": Preset({"offset": -10.0}, (
+        "a negative mean flattens RMSNorm's output toward -1, and LayerNorm's still does not change")),
+}
+
+PRECISION_PRESETS = {
+    "offset 100, bfloat16": Preset({}, (
+        "the RMSNorm squares form a staircase around the exact curve: only 9 distinct stored values survive "
+        "of 41, and the error after re-stretching is 0.181 (LayerNorm's: 0.00126)")),
+    "offset 100, float16": Preset({"fmt": "float16"}, (
+        "three more mantissa bits: 26 distinct values and an error of 0.0227; on the right RMSNorm's error "
+        "curve moves right by about a factor 2³ = 8")),
+    "offset 0": Preset({"offset": 0.0}, "both norms give the same output and the same error: the identity again"),
+    "offset 10000": Preset({"offset": 1e4}, (
+        "every RMSNorm output rounds to the same number, a re-stretch has nothing to work with, and the error "
+        "is 1")),
+    "offset 10000, float16": Preset({"offset": 1e4, "fmt": "float16"}, (
+        "float16 cannot save RMSNorm here either (error 1.06), while LayerNorm's error is 0.000213 at every "
+        "offset: centring before dividing keeps its output in the dense part of the number grid")),
+}
 
 
 def entries() -> list:
@@ -162,22 +198,23 @@ def entries() -> list:
         Explorable(
             "compare_offset",
             {
-                "offset": Slider(-10.0, 20.0, 0.0, step=0.1, label="offset added to the centred data", steps=16),
-                "base": Choice(["ramp", "mixed"], "ramp", label="centred shape",
-                               labels=["ramp [-2, -1, 0, 1, 2]", "mixed input minus its mean 0.8"]),
+                "offset": Slider(-10.0, 20.0, 0.0, label="offset added to the centred data", stops=OFFSET_STOPS),
+                "base": Choice(["ramp", "mixed"], "ramp", label="centred shape", labels=["ramp", "mixed"]),
             },
             _setup_morph,
             _update_morph,
             title="Add an offset to centred data: LayerNorm ignores it, RMSNorm does not",
             alt=lambda offset, base: (
-                f"Left: five input values, the {base} shape plus {offset:g}, on a fixed axis from -14 to 24. "
+                f"Left: five input values, the {BASE_NAMES[base]} plus {offset:g}, on a fixed axis from -14 to 24. "
                 "Right: their LayerNorm (circles) and RMSNorm (squares) outputs on a fixed axis from -2.6 "
                 "to 2.2; the two coincide only when the offset is 0."),
+            presets=MORPH_PRESETS,
         ),
         Explorable(
             "compare_precision",
             {
-                "offset": Slider(0.01, 1e4, 100.0, scale="log", zero=True, label="offset (mean of x)", steps=13),
+                "offset": Slider(0.01, 1e4, 100.0, scale="log", zero=True, label="offset (mean of x)",
+                                 stops=PRECISION_STOPS),
                 "fmt": Choice(FORMATS, "bfloat16", label="stored as"),
             },
             _setup_precision,
@@ -189,5 +226,6 @@ def entries() -> list:
                 "the exact curve; RMSNorm's points form a staircase at large offsets. Right: log-log RMS error "
                 "after the re-stretch against the offset, 0.01 to 10000, for both norms; LayerNorm's stays near the "
                 "format's rounding error while RMSNorm's grows with the offset up to 1."),
+            presets=PRECISION_PRESETS,
         ),
     ]

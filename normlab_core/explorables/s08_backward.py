@@ -7,6 +7,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..backward import layer_norm_backward
+from ..controls import Preset
 from ..examples import BACKWARD_INPUT, BACKWARD_UPSTREAM
 from ..explore import Choice, Explorable, Slider
 from ..gradcheck import numerical_gradient
@@ -64,9 +65,11 @@ def _setup(fig):
         (art[f"curve_{dt}"],) = ax.plot(hs, _clip(err[dt]), STYLE[dt], color=COLORS["layer_norm"],
                                         label=f"{dt}: largest error")
     ax.axvline(CHAPTER_H, color="0.45", lw=0.9, ls=":")
-    ax.text(CHAPTER_H * 1.25, 1e-13, "chapter's\nh = 1e-4", fontsize=7.5, va="bottom", color="0.3")
+    # Top of the panel: the only region near h = 1e-4 that no curve or slope line crosses.
+    ax.text(CHAPTER_H * 1.25, 0.4, "reference\nh = 1e-4", fontsize=7.5, va="top", color="0.3")
     art["vline"] = ax.axvline(CHAPTER_H, color=COLORS["marker"], lw=1.0, ls="--")
-    (art["dot"],) = ax.plot([CHAPTER_H], [1e-5], "o", color=COLORS["marker"], ms=6, zorder=5)
+    (art["dot"],) = ax.plot([CHAPTER_H], [1e-5], "o", color=COLORS["marker"], ms=6, zorder=5, clip_on=False,
+                            in_layout=False)
     art["animated"] += [art["curve_float32"], art["curve_float64"], art["vline"], art["dot"]]
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -127,23 +130,46 @@ def _update(art, h, dtype):
     return out
 
 
+# 1, 2, 5 per decade: close to evenly spaced on the log axis, with round labels.
+H_STOPS = [m * 10.0 ** e for e in range(-10, -1) for m in (1, 2, 5)] + [H_HI]
+H_STOPS = [float(f"{h:.0e}") for h in H_STOPS]
+
+PRESETS = {
+    "reference setting": Preset({}, (
+        "h = 1e-4 in float32: the disagreement is 2.6e-4, on the round-off branch of the V, and dimension 2 "
+        "has the largest bar, as in the reference program's output")),
+    "float32, h 1e-2": Preset({"h": 1e-2}, (
+        "near the bottom of the float32 V: 3.3e-6; larger steps pay in truncation error (like h²), smaller "
+        "ones in round-off (like u/h)")),
+    "float32, h 1e-7": Preset({"h": 1e-7}, (
+        "x + h rounds back to x for the larger components: their numerical gradient is exactly 0, and a check "
+        "would flag a correct gradient")),
+    "float32, h 2e-8": Preset({"h": 2e-8}, "now x + h rounds back to x for every component: the numerical "
+                             "gradient is all zeros"),
+    "float64, h 2e-5": Preset({"dtype": "float64", "h": 2e-5}, (
+        "float64 has the same V, shifted down and left: its best step is near 2e-5 with a disagreement of "
+        "5e-12; the dotted lines are the slopes h² and u/h, with u the unit round-off of each dtype")),
+}
+
+
 def entries() -> list:
     """The catalog entries of section 23.8."""
     return [
         Explorable(
             "backward_fd_step",
             {
-                "h": Slider(H_LO, H_HI, CHAPTER_H, scale="log", label="finite-difference step h", steps=19),
+                "h": Slider(H_LO, H_HI, CHAPTER_H, scale="log", label="finite-difference step h", stops=H_STOPS),
                 "dtype": Choice(list(DTYPES), "float32", label="arithmetic"),
             },
             _setup,
             _update,
             title="Gradient check of LayerNorm's backward pass: how the step size decides the error",
+            presets=PRESETS,
             alt=lambda h, dtype: (
                 "Left: log-log plot of the largest disagreement between the analytic and the finite-difference "
                 "gradient of LayerNorm on x = [1, 3, 2, 5, 4] against the step h from 1e-10 to 1e-1, for float32 "
                 f"(dashed) and float64 (solid); both are V-shaped. {dtype} is highlighted and h = {h:.0e} is "
-                "marked; a dotted line marks the chapter's step 1e-4. Right: the disagreement per dimension at "
-                "that step."),
+                "marked; a dotted line marks the reference program's step 1e-4. Right: the disagreement per "
+                "dimension at that step."),
         )
     ]

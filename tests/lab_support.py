@@ -1,0 +1,332 @@
+"""JupyterLab for the browser tests and the browser bench: a private server on 127.0.0.1 and a Playwright page.
+
+`LabServer` copies the section notebooks to a temporary directory, starts `jupyter lab` from the project's
+.venv there (free port, random token, no browser, no update or news checks, config/runtime/settings/workspace
+directories of its own) and stops it with its kernels. `LabPage` opens it in Chromium with every request
+to another host blocked and reported, and drives notebooks through the JupyterLab application object
+(exposed with `--LabApp.expose_app_in_browser`): open, run all, read outputs, execute code in the kernel.
+Controls are moved with real keyboard and mouse events by the callers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from browser_support import CHROMIUM_ARGS, ROOT
+
+NOTEBOOKS = ROOT / "notebooks"
+SECTION_NOTEBOOKS = sorted(p.name for p in NOTEBOOKS.glob("0[1-9]_*.ipynb"))
+VENV_BIN = ROOT / ".venv" / "bin"
+
+
+def _jupyter() -> Path:
+    """The project's own jupyter (the venv the tests run in, else ROOT/.venv)."""
+    for candidate in (Path(sys.executable).parent / "jupyter", VENV_BIN / "jupyter"):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError("no jupyter in the project's .venv: run `make venv`")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# JupyterLab settings for a quiet, offline session: no news or update checks, no pop-ups.
+SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                       "checkForUpdates": False},
+}
+
+
+class LabServer:
+    """`jupyter lab` on 127.0.0.1:<free port> serving a temporary copy of `notebooks` (nothing is saved into
+    the repository). Use as a context manager; `url(path)` gives a tokenized address; `log()` the server's
+    output so far (kernel tracebacks land there)."""
+
+    def __init__(self, notebooks: list[str] | None = None, startup_timeout: float = 90.0):
+        self.tmp = Path(tempfile.mkdtemp(prefix="normlab-lab-"))
+        self.root = self.tmp / "notebooks"
+        self.root.mkdir()
+        for name in notebooks or SECTION_NOTEBOOKS:
+            shutil.copy2(NOTEBOOKS / name, self.root / name)
+        settings = self.tmp / "settings"
+        for rel, value in SETTINGS.items():
+            path = settings / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(value), encoding="utf-8")
+        self.token = secrets.token_hex(16)
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}/"
+        self.startup_timeout = startup_timeout
+        self.proc = None
+        self._log_path = self.tmp / "server.log"
+        env = dict(os.environ)
+        env.update({
+            "JUPYTER_CONFIG_DIR": str(self.tmp / "config"),
+            "JUPYTER_RUNTIME_DIR": str(self.tmp / "runtime"),
+            "JUPYTER_DATA_DIR": str(self.tmp / "data"),
+            "IPYTHONDIR": str(self.tmp / "ipython"),
+            "JUPYTER_PLATFORM_DIRS": "1",
+            "MPLBACKEND": "Agg",
+            "PATH": f"{Path(_jupyter()).parent}{os.pathsep}{env.get('PATH', '')}",
+        })
+        env.pop("NORMLAB_STATIC", None)  # live widgets, not the book's static pages
+        self.env = env
+        self.cmd = [
+            str(_jupyter()), "lab", "--no-browser",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.open_browser=False",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={settings}",
+            f"--LabApp.workspaces_dir={self.tmp / 'workspaces'}",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            self.cmd.append("--allow-root")
+
+    def url(self, path: str = "lab") -> str:
+        sep = "&" if "?" in path else "?"
+        return f"{self.base}{path}{sep}token={self.token}"
+
+    def log(self) -> str:
+        return self._log_path.read_text(encoding="utf-8", errors="replace") if self._log_path.exists() else ""
+
+    def __enter__(self):
+        self._log = open(self._log_path, "wb")  # noqa: SIM115 - closed in __exit__
+        self.proc = subprocess.Popen(self.cmd, cwd=self.root, env=self.env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            if self.proc.poll() is not None:
+                self.__exit__(None, None, None)
+                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url("api/status"), timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.__exit__(None, None, None)
+                raise RuntimeError(f"jupyter lab did not answer in {self.startup_timeout:.0f} s:\n{self.log()[-3000:]}")
+            time.sleep(0.25)
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # the server shuts its kernels down on SIGTERM
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        if self.proc is not None:
+            try:  # kernels the server left behind (same session) go too
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if getattr(self, "_log", None):
+            self._log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# -- the page ------------------------------------------------------------------------------------------
+
+JS_OPEN = """async (path) => {
+  const app = window.jupyterapp;
+  await app.started; await app.restored;
+  const w = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+  await w.context.ready;
+  await w.sessionContext.ready;
+  app.shell.activateById(w.id);
+  return w.id;
+}"""
+
+# Run every cell and wait for the kernel; returns what went wrong per cell (errors and stderr streams).
+JS_RUN_ALL = """async () => {
+  const app = window.jupyterapp;
+  const w = app.shell.currentWidget;
+  await w.sessionContext.ready;
+  const ok = await app.commands.execute('notebook:run-all-cells');
+  const kernel = w.sessionContext.session.kernel;
+  const t0 = Date.now();
+  while (kernel.status !== 'idle' && Date.now() - t0 < 60000) await new Promise(r => setTimeout(r, 50));
+  return ok;
+}"""
+
+JS_OUTPUT_PROBLEMS = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const problems = [];
+  const cells = w.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.type !== 'code') continue;
+    if (cell.executionCount === null) problems.push(`cell ${i}: not executed`);
+    const outs = cell.outputs.toJSON();
+    for (const o of outs) {
+      if (o.output_type === 'error') problems.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+      if (o.output_type === 'stream' && o.name === 'stderr')
+        problems.push(`cell ${i}: stderr: ${o.text.slice(0, 500)}`);
+    }
+  }
+  return problems;
+}"""
+
+# Execute code in the current notebook's kernel without adding a cell; stdout, stderr/errors and status.
+JS_KERNEL_EXEC = """async (code) => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const kernel = w.sessionContext.session.kernel;
+  const future = kernel.requestExecute({code, silent: false, store_history: false});
+  let out = '', err = '';
+  future.onIOPub = msg => {
+    const t = msg.header.msg_type;
+    if (t === 'stream') { if (msg.content.name === 'stdout') out += msg.content.text; else err += msg.content.text; }
+    else if (t === 'error') err += msg.content.ename + ': ' + msg.content.evalue;
+  };
+  const reply = await future.done;
+  return {out, err, status: reply.content.status};
+}"""
+
+JS_CLOSE = """async () => {
+  const app = window.jupyterapp;
+  const w = app.shell.currentWidget;
+  if (!w || !w.sessionContext) return;
+  await w.sessionContext.shutdown();
+  w.context.model.dirty = false;   // a temporary copy: nothing to save, no dialog
+  w.dispose();
+}"""
+
+
+class LabPage:
+    """One Chromium page on a LabServer, with problems (page errors, console errors, off-site requests)."""
+
+    def __init__(self, browser, server: LabServer, viewport=(1280, 900)):
+        self.server = server
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.page.route("**/*", self._route)
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("console", self._console)
+        self.page.goto(server.url("lab"), wait_until="load")
+        self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60000)
+        self.page.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(self.server.base) or url.split(":", 1)[0] in ("data", "blob", "about"):
+            route.continue_()
+        else:
+            self.problems.append(f"blocked request to another host: {url}")
+            route.abort()
+
+    def _console(self, msg):
+        if msg.type == "error":
+            self.problems.append(f"console error: {msg.text}")
+
+    def open(self, name: str) -> None:
+        self.page.evaluate(JS_OPEN, name)
+
+    def run_all(self) -> None:
+        self.page.evaluate(JS_RUN_ALL)
+
+    def output_problems(self) -> list[str]:
+        return self.page.evaluate(JS_OUTPUT_PROBLEMS)
+
+    def kernel(self, code: str) -> str:
+        """Run `code` in the notebook's kernel; its stdout (fails on error or stderr)."""
+        r = self.page.evaluate(JS_KERNEL_EXEC, code)
+        if r["status"] != "ok" or r["err"]:
+            raise AssertionError(f"kernel code failed ({r['status']}): {r['err']}\ncode: {code}")
+        return r["out"]
+
+    def close_notebook(self) -> None:
+        self.page.evaluate(JS_CLOSE)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def launch_chromium(playwright, executable: str):
+    return playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+
+
+# -- what every step of the test should show, computed without the browser ------------------------------
+
+def jsonable(value):
+    """`value` as the kernel reports it through JSON (numpy scalars as Python numbers), so that equality is
+    exact and type-aware (1 and 1.0 stay different; floats round-trip through repr)."""
+    return json.loads(json.dumps(value, default=lambda o: o.item()))
+
+
+def plan(exp) -> list[tuple]:
+    """The steps the JupyterLab test takes on explorable `exp`, with the state each one must reach:
+    (what, kind, control index, key / option index / preset label, state). Every slider visits all of its
+    stops (Home, then ArrowRight to the last), every toggle clicks each other option and back, then every
+    preset is clicked; a control keeps its value while the next ones move."""
+    from normlab_core.controls import Slider
+
+    state = jsonable(exp.defaults())
+    steps = [("as first drawn", "none", None, None, state)]
+    for ci, (k, c) in enumerate(exp.controls.items()):
+        pos = jsonable(c.positions())
+        if isinstance(c, Slider):
+            moves = [("Home", 0)] if pos.index(state[k]) != 0 else []
+            moves += [("ArrowRight", i) for i in range(1, len(pos))]
+            for key, i in moves:
+                state = {**state, k: pos[i]}
+                steps.append((f"{k} -> {pos[i]!r} ({key})", "key", ci, key, state))
+        else:
+            start = pos.index(state[k])
+            for i in [i for i in range(len(pos)) if i != start] + [start]:
+                state = {**state, k: pos[i]}
+                steps.append((f"{k} -> {pos[i]!r} (click)", "click", ci, i, state))
+    for label in exp.presets or {}:
+        state = jsonable(exp.preset_values(label))
+        steps.append((f"preset {label!r}", "preset", None, label, state))
+    return steps
+
+
+def src_key(png: bytes) -> str:
+    """How the test page identifies an image shown as a data: URI of these PNG bytes: the URI's length and
+    its last 48 characters. Those hold the PNG's final CRC, which covers the zlib stream's Adler-32 checksum
+    of all the pixel rows, so two different frames practically never share a key."""
+    import base64
+
+    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return f"{len(src)}:{src[-48:]}"
+
+
+def expected_views(name: str) -> list[dict]:
+    """For each step of plan(get(name)): the frame key, readouts rows, control labels and alt text the page
+    must show, rendered by a fresh Explorable in this process (run in a worker process by the test)."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    from normlab_core import explore
+
+    exp = explore.get(name)
+    out, cache = [], {}
+    for *_, state in plan(exp):
+        key = json.dumps(state, sort_keys=True)
+        if key not in cache:
+            values = exp.values(**state)
+            png, readouts = exp.render(**values)
+            cache[key] = {"src": src_key(png), "readouts": [[str(k), str(v)] for k, v in readouts.items()],
+                          "controls": [c.format(values[k]) for k, c in exp.controls.items()],
+                          "alt": exp.alt(**values)}
+        out.append(cache[key])
+    return out
