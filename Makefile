@@ -38,14 +38,17 @@ notebooks: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# Two workers (the machine has two cores); each test file stays on one worker (shared fixtures).
+XDIST := -n 2 --dist loadfile
+
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest tests -m "not browser and not lab"
+	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab"
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)
 
 test-book: book
-	$(BIN)/pytest tests -m browser
+	$(BIN)/pytest $(XDIST) tests -m browser
 
 # The live widgets in a private JupyterLab driven by chromium (tests/test_lab.py; a temporary copy of notebooks/).
 test-lab: $(STAMP)

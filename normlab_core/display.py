@@ -40,5 +40,5 @@ def show_figure(fig, alt: str, caption: str = "") -> None:
 
 
 def fmt_vector(v, spec: str = "+.4f") -> str:
-    """A vector as the chapter's listings print it: fmt_vector(y, "+.4f") -> "[-0.2928, +0.8783, ...]"."""
+    """A vector as the reference programs print it: fmt_vector(y, "+.4f") -> "[-0.2928, +0.8783, ...]"."""
     return "[" + ", ".join(format(float(a), spec) for a in v) + "]"

@@ -1,6 +1,6 @@
 """Forward passes: LayerNorm and RMSNorm over the last axis, BatchNorm over axis 0.
 
-The functions below are the reference code the book shows and the tests check against the chapter.
+The functions below are the reference code the book shows and the tests check against the reference programs.
 Inputs of a million elements or more are routed (by the `@blocked.rows` decorator) through a
 cache-blocked version in blocked.py that gives bit-for-bit the same results, faster.
 """

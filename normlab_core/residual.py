@@ -31,7 +31,7 @@ class Affine:
 
 def _norm(h: np.ndarray, eps: float, norm: str = "rms") -> np.ndarray:
     """RMSNorm (or LayerNorm) of h over the last axis, no gamma, in h's dtype; RMSNorm sums its squares in
-    h's own dtype, as listing 124 does (the public norms sum in float64)."""
+    h's own dtype, as the residual-stack reference program does (the public norms sum in float64)."""
     if norm == "layer":
         dev = h - row_mean(h)
         return dev * (1 / np.sqrt(row_mean(dev * dev) + h.dtype.type(eps)))

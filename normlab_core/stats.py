@@ -11,7 +11,7 @@ def row_mean(v: np.ndarray, axis: int = -1, sum_dtype=None) -> np.ndarray:
     """Mean of v along `axis` (kept as size 1), summed in `sum_dtype` (default float64), in v's dtype.
 
     float32 input keeps float32 elementwise arithmetic, but by default its sums run in float64 and
-    are rounded once, as the chapter's C listings do with their `double` accumulators.
+    are rounded once, as the reference programs do with their C `double` accumulators.
     """
     acc = np.float64 if sum_dtype is None else sum_dtype
     return np.mean(v, axis=axis, keepdims=True, dtype=acc).astype(v.dtype, copy=False)

@@ -107,8 +107,16 @@ def write_report_section(title: str, lines: list[str]) -> Path:
     Several browser test modules report into the same file; a section starts with a line
     '== <title> ==' and runs to the next such line. Text before the first section (a module that
     writes the whole file) is kept as it is."""
+    import fcntl
+
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     report = SCREENSHOTS / "report.txt"
+    with open(SCREENSHOTS / ".report.lock", "w") as lock:  # test modules may run in parallel workers
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _write_section(report, title, lines)
+
+
+def _write_section(report: Path, title: str, lines: list[str]) -> Path:
     old = report.read_text(encoding="utf-8") if report.is_file() else ""
     head = f"== {title} =="
     kept, skipping = [], False

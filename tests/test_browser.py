@@ -25,6 +25,7 @@ from browser_support import (
     chromium_or_skip,
     require_site,
     toc_pages,
+    write_report_section,
 )
 
 pytestmark = pytest.mark.browser
@@ -61,7 +62,7 @@ def browser():
         for name, r in REPORT.items():
             lines.append(f"{name:40s} {r['own'] / 2**20:7.2f} {r['shared'] / 2**20:9.2f} "
                          f"{r['explorables']:11d} {r['sliders']:7d} {r['math']:5d}")
-        (SCREENSHOTS / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_report_section("Page sizes and explorables", lines)
 
 
 class Visit:

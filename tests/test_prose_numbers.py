@@ -272,7 +272,7 @@ def test_the_check_covers_a_substantial_number_of_prose_numbers():
     total = sum(sum(not n.approximate for n in prose_numbers(json.loads(p.read_text(encoding="utf-8"))))
                 for p in SECTION_NOTEBOOKS)
     assert len(SECTION_NOTEBOOKS) >= 9
-    assert total >= 150, total
+    assert total >= 120, total  # 140 when written (the Try-this lists are generated outputs, not prose)
 
 
 def test_a_changed_output_leaves_the_prose_behind():
