@@ -58,6 +58,17 @@ def preset_indices(exp, positions: list[list]) -> dict:
     return out
 
 
+def compact_readouts(data: dict) -> dict:
+    """The page's readouts: the labels once ("rkeys") and each distinct table as its list of values (or of
+    [label, value] pairs when its labels differ); the page's script builds the same table as readouts_html."""
+    keys = list(data["all_readouts"][0]) if data["all_readouts"] else []
+    rows: list = [None] * len(data["readouts"])
+    for (_img, j, _alt), r in zip(data["frames"], data["all_readouts"], strict=True):
+        if rows[j] is None:
+            rows[j] = [str(v) for v in r.values()] if list(r) == keys else [[str(k), str(v)] for k, v in r.items()]
+    return {"rkeys": keys, "readouts": rows}
+
+
 def render_frames(exp, positions: list[list], folder: Path) -> dict:
     """Render every combination, write each distinct PNG once to `folder`; the page's data tables."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,7 +120,7 @@ def static_html(exp, folder: Path | None = None) -> str:
     presets = preset_indices(exp, positions)
     payload = {
         "dir": src_dir, "sizes": [len(p) for p in positions], "defaults": default,
-        "files": data["files"], "frames": data["frames"], "readouts": data["readouts"], "alts": data["alts"],
+        "files": data["files"], "frames": data["frames"], **compact_readouts(data), "alts": data["alts"],
         "labels": [[exp.controls[n].format(v) for v in p] for n, p in zip(names, positions, strict=True)],
         "presets": presets,
     }
@@ -177,6 +188,18 @@ _JS = """(function () {
   var buttons = Array.prototype.slice.call(root.querySelectorAll('button[data-preset]'));
   var loaders = {}, active = false, wanted = img.getAttribute('src');
   loaders[wanted] = img;
+  function esc(t) {
+    return String(t).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+      .replace(/"/g, '&quot;').replace(/'/g, '&#x27;');
+  }
+  // The same table as normlab_core.live.readouts_html: rows are values under d.rkeys, or [label, value] pairs.
+  function table(rows) {
+    return "<table class='normlab-readouts'>" + rows.map(function (r, i) {
+      var kv = Array.isArray(r) ? r : [d.rkeys[i], r];
+      return "<tr><th style='text-align:left;padding-right:1em'>" + esc(kv[0]) +
+        '</th><td>' + esc(kv[1]) + '</td></tr>';
+    }).join('') + '</table>';
+  }
   function state() { return inputs.map(function (el) { return parseInt(el.value, 10); }); }
   function flat(s) { var f = 0; for (var i = 0; i < s.length; i++) { f = f * d.sizes[i] + s[i]; } return f; }
   function url(s) { return d.dir + d.files[d.frames[flat(s)][0]]; }
@@ -219,7 +242,7 @@ _JS = """(function () {
     img.setAttribute('alt', d.alts[f[2]]);
     var im = load(wanted);
     if (im.complete && im.naturalWidth > 0) { show(im); }
-    cur.innerHTML = d.readouts[f[1]];
+    cur.innerHTML = table(d.readouts[f[1]]);
     root.setAttribute('data-state', s.join(','));
     buttons.forEach(function (b) {
       var p = d.presets[b.getAttribute('data-preset')];

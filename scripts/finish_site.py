@@ -90,10 +90,18 @@ _SEARCH_TAGS = re.compile(r'[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_
                           r'searchindex\.js)"></script>\n?')
 
 
+# sphinx-design (a jupyter-book default extension) adds its stylesheet and tab script to every page;
+# no page uses a design element (cards, grids, tabs), so both go (62 kB of every first load).
+_DESIGN_TAGS = re.compile(r'[ \t]*<(?:link[^>]*href="[^"]*_static/sphinx-design\.min\.css[^"]*"[^>]*>|'
+                          r'script[^>]*src="[^"]*_static/design-tabs\.js[^"]*"[^>]*></script>)\n?')
+_DESIGN_USE = re.compile(r'class="[^"]*\bsd-')
+
+
 def drop_unused_scripts(site: Path) -> int:
     """Remove from every page the <script> that loads fontawesome.js (1.45 MB: it only redraws the
     theme's icons as SVG, which the theme's stylesheet already draws from Font Awesome's web fonts,
-    see slim_icons) and delete the file; remove the search scripts from every page but search.html.
+    see slim_icons) and delete the file; remove the search scripts from every page but search.html,
+    and sphinx-design's stylesheet and script from pages with no design element.
     Returns the number of pages changed."""
     site = Path(site)
     changed = 0
@@ -102,6 +110,8 @@ def drop_unused_scripts(site: Path) -> int:
             continue
         text = page.read_text(encoding="utf-8")
         new = _FONTAWESOME_TAG.sub("", text)
+        if not _DESIGN_USE.search(new):
+            new = _DESIGN_TAGS.sub("", new)
         if page.relative_to(site).as_posix() != "search.html":
             new = _SEARCH_TAGS.sub("", new)
         if new != text:

@@ -538,7 +538,8 @@ def test_tapping_a_figure_on_a_phone_shows_it_at_full_size(reader):
     dialog = p.locator("dialog#nl-zoom-dialog[open]")
     dialog.wait_for(timeout=3000)
     big = dialog.locator("img")
-    assert big.get_attribute("src") == frame.get_attribute("src")
+    # the same picture (both resolved to absolute URLs: the zoom takes the frame's current source)
+    assert big.evaluate("img => img.src") == frame.evaluate("img => img.src")
     width = big.evaluate("img => img.getBoundingClientRect().width")
     assert width >= natural - 1, f"the zoomed figure is {width} px wide, its own size is {natural} px"
     shot(p, "390x844", "notebooks/04_layer_norm", "__zoomed")

@@ -12,9 +12,10 @@
  * 3. Code comments. Code cells wrap long lines (normlab-book.css); a comment that follows code on
  *    its line is marked .nl-trailing so that, when it does not fit, it moves whole to the next
  *    line, indented, instead of leaving its '#' behind.
- * 4. Copy buttons. sphinx-copybutton puts an invisible (shown on hover) button on every code
- *    cell, and each was a Tab stop: on 23.4 twenty of them stood between the top of the page and
- *    its first slider. They leave the Tab order; code can still be selected and copied.
+ * 4. Copy buttons and heading permalinks. sphinx-copybutton puts an invisible (shown on hover)
+ *    button on every code cell, and each was a Tab stop: on 23.4 twenty of them stood between the
+ *    top of the page and its first slider. They leave the Tab order; code can still be selected and
+ *    copied. So do the hover-only "#" links beside headings (the contents list has the same links).
  * 5. Tap to zoom. On a phone a figure (an explorable's picture, img.nl-frame, or any image a
  *    code cell shows) is shrunk to the column and its tick labels become too small to read;
  *    tapping it shows the picture at full size in a dialog that scrolls. A tap, Escape or the close button closes it.
@@ -105,6 +106,9 @@
 
   function untabCopyButtons() {
     document.querySelectorAll("button.copybtn").forEach(function (b) { b.tabIndex = -1; });
+    // The "#" permalink beside every heading is shown on hover only; the page's contents list
+    // offers the same links, so they leave the Tab order as well.
+    document.querySelectorAll("a.headerlink").forEach(function (a) { a.tabIndex = -1; });
   }
 
   function openZoom(img) {
