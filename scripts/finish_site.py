@@ -9,7 +9,9 @@ Two faces:
   It also makes pages lighter: it drops pydata-sphinx-theme's `fontawesome.js` (1.45 MB, loaded by
   every page; the theme's stylesheet draws the same icons from web fonts) and the search scripts
   from pages other than search.html, and cuts the theme's icon CSS and fonts down to the icons the
-  site shows (drop_unused_scripts, slim_icons). And it links every figure drawn
+  site shows (drop_unused_scripts, slim_icons). It moves figures embedded in a page as data: URIs
+  into files under _images/ and lets every figure in the text load lazily (light_images), so a
+  page's first load carries only the figures near the top. And it links every figure drawn
   by a code cell to its full-size PNG, so that a phone reader can tap a figure to zoom.
 * A script, run by `make book` after the build: `python scripts/finish_site.py [_build/html]`.
   It copies MathJax again if it is missing and checks every page: no <script>, <link>, <img>,
@@ -189,11 +191,61 @@ def slim_icons(site: Path) -> tuple[int, int]:
     return len(css) - len(slim), len(codes)
 
 
+_DATA_IMG = re.compile(r"""(<img\b[^>]*?\bsrc=)(['"])data:image/png;base64,([A-Za-z0-9+/=\s]+)\2""")
+_IMG_TAG = re.compile(r"<img\b[^>]*>")
+
+
+def light_images(site: Path) -> tuple[int, int]:
+    """Move PNG figures embedded as data: URIs into _images/nl-<hash>.png, and mark every <img> that is
+    not theme chrome (under _static/) loading="lazy" decoding="async". Returns (moved, marked).
+
+    A lazy image is fetched when it comes near the screen, so a page's first load holds the
+    figures near its top only. Idempotent: running it again changes nothing."""
+    import base64
+    import hashlib
+    import os
+
+    site = Path(site)
+    images = site / "_images"
+    moved = marked = 0
+    for page in site.rglob("*.html"):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        rel_images = Path(os.path.relpath(images, page.parent)).as_posix()
+
+        def to_file(m):
+            nonlocal moved
+            data = base64.b64decode("".join(m.group(3).split()))
+            name = f"nl-{hashlib.sha256(data).hexdigest()[:20]}.png"
+            images.mkdir(exist_ok=True)
+            if not (images / name).is_file():
+                (images / name).write_bytes(data)
+            moved += 1
+            return f"{m.group(1)}{m.group(2)}{rel_images}/{name}{m.group(2)}"
+
+        def lazy(m):
+            nonlocal marked
+            tag = m.group(0)
+            src = re.search(r"""\bsrc=(['"])(.*?)\1""", tag)
+            if " loading=" in tag or src is None or "_static/" in src.group(2) or src.group(2).startswith("data:"):
+                return tag
+            marked += 1
+            end = "/>" if tag.endswith("/>") else ">"
+            return tag[: -len(end)].rstrip() + ' loading="lazy" decoding="async"' + end
+
+        new = _IMG_TAG.sub(lazy, _DATA_IMG.sub(to_file, text))
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+    return moved, marked
+
+
 def _on_build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
         copy_mathjax(Path(app.outdir))
         drop_unused_scripts(Path(app.outdir))
         slim_icons(Path(app.outdir))
+        light_images(Path(app.outdir))
 
 
 def _link_figures(app, doctree, docname) -> None:
@@ -376,6 +428,7 @@ def main(argv: list[str]) -> int:
         copy_mathjax(site)
     drop_unused_scripts(site)
     slim_icons(site)
+    light_images(site)
     problems = check_site(site)
     for p in problems:
         print("finish_site:", p, file=sys.stderr)

@@ -21,6 +21,11 @@
  *    tapping it shows the picture at full size in a dialog that scrolls. A tap, Escape or the close button closes it.
  * 6. file://. Snippets are fetched from the pages, which browsers refuse for file:// URLs (one CORS
  *    error per result). Opened from disk, the search lists results without snippets.
+ * 7. The table of contents is one Tab stop. Its links were thirteen Tab stops on every page, in
+ *    front of the article. Now Tab enters the list at the current page (or the first entry) and
+ *    leaves it with the next Tab; the arrow keys, Home and End move between its entries and Enter
+ *    follows one (the usual pattern for a navigation list, "roving tabindex"). A note shown
+ *    while the list has focus says so. Screen readers still list every link.
  */
 (function () {
   "use strict";
@@ -140,7 +145,38 @@
     });
   }
 
+  function rovingContents() {
+    var nav = document.querySelector("nav.bd-docs-nav");
+    if (!nav || nav._normlabRoving) return;
+    var links = Array.prototype.slice.call(nav.querySelectorAll("a[href]"));
+    if (links.length < 2) return;
+    nav._normlabRoving = true;
+    var current = nav.querySelector("a.current, li.current > a, a[aria-current='page']") || links[0];
+    links.forEach(function (a) { a.tabIndex = a === current ? 0 : -1; });
+    var hint = document.createElement("p");
+    hint.id = "nl-toc-hint";
+    hint.className = "nl-toc-hint";
+    hint.textContent = "\u2191 \u2193 move between pages, Enter opens one, Tab leaves the list.";
+    nav.appendChild(hint);
+    links.forEach(function (a) { a.setAttribute("aria-describedby", hint.id); });
+    var steps = { ArrowDown: 1, ArrowRight: 1, ArrowUp: -1, ArrowLeft: -1 };
+    nav.addEventListener("keydown", function (event) {
+      var i = links.indexOf(document.activeElement);
+      if (i < 0 || event.altKey || event.ctrlKey || event.metaKey) return;
+      var j;
+      if (steps[event.key] !== undefined) j = Math.min(links.length - 1, Math.max(0, i + steps[event.key]));
+      else if (event.key === "Home") j = 0;
+      else if (event.key === "End") j = links.length - 1;
+      else return;
+      event.preventDefault();
+      links[i].tabIndex = -1;
+      links[j].tabIndex = 0;
+      links[j].focus();
+    });
+  }
+
   function onReady() {
+    rovingContents();
     setupZoom();
     markTrailingComments();
     untabCopyButtons();
