@@ -214,7 +214,7 @@ def light_images(site: Path) -> tuple[int, int]:
         text = page.read_text(encoding="utf-8")
         rel_images = Path(os.path.relpath(images, page.parent)).as_posix()
 
-        def to_file(m):
+        def to_file(m, rel_images=rel_images):
             nonlocal moved
             data = base64.b64decode("".join(m.group(3).split()))
             name = f"nl-{hashlib.sha256(data).hexdigest()[:20]}.png"
