@@ -156,8 +156,10 @@ def wait_for_mathjax(page) -> None:
 
 LOAD_LAZY_IMAGES = """() => Promise.all(Array.from(document.querySelectorAll('img[loading=lazy]')).map(img => {
   img.loading = 'eager';
-  return img.complete ? null : new Promise(done => { img.addEventListener('load', done, {once: true});
-                                                    img.addEventListener('error', done, {once: true}); });
+  img.decoding = 'sync';  // an image decoded "async" may still be blank in a full-page capture
+  const loaded = img.complete ? Promise.resolve() : new Promise(done => {
+    img.addEventListener('load', done, {once: true}); img.addEventListener('error', done, {once: true}); });
+  return loaded.then(() => img.decode()).catch(() => null);
 }))"""
 
 
