@@ -186,8 +186,9 @@ _JS = """(function () {
   var inputs = Array.prototype.slice.call(root.querySelectorAll('[data-i]'));
   var img = root.querySelector('.nl-frame'), cur = root.querySelector('.nl-current');
   var buttons = Array.prototype.slice.call(root.querySelectorAll('button[data-preset]'));
+  // The page's own <img> holds the default frame and may load lazily (when scrolled near); it is never
+  // reused once replaced, since a detached lazy image never loads.
   var loaders = {}, active = false, wanted = img.getAttribute('src');
-  loaders[wanted] = img;
   function esc(t) {
     return String(t).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
       .replace(/"/g, '&quot;').replace(/'/g, '&#x27;');
@@ -240,8 +241,10 @@ _JS = """(function () {
     wanted = url(s);
     root.setAttribute('data-frame', wanted);
     img.setAttribute('alt', d.alts[f[2]]);
-    var im = load(wanted);
-    if (im.complete && im.naturalWidth > 0) { show(im); }
+    if (img.getAttribute('src') !== wanted) {
+      var im = load(wanted);
+      if (im.complete && im.naturalWidth > 0) { show(im); }
+    }
     cur.innerHTML = table(d.readouts[f[1]]);
     root.setAttribute('data-state', s.join(','));
     buttons.forEach(function (b) {
