@@ -1,0 +1,62 @@
+"""How the test files share the two xdist workers (`make test-unit` and `make test-book` run `-n 2 --dist loadgroup`).
+
+Every test is put in an xdist group, and a group runs on one worker, in one process, so module- and session-scoped
+fixtures are built once per group:
+
+- by default a test file is its own group (what `--dist loadfile` did);
+- the nbgrader course files share one group, so the course is released once per session (grading_support) and
+  one worker grades while the other runs the rest;
+- SPLIT files (independent, slow, parametrized tests with nothing expensive shared between them) are cut into
+  a few groups by test id, or into one group per test (None), so that the workers finish at about the same
+  time. The browser tests mostly wait (for Chromium, page loads, MathJax), so `make test-browser` runs them on
+  more workers than there are cores; each worker starts its own Chromium and server (module fixtures), and the
+  reports they write into _build/screenshots/report.txt are merged row by row (browser_support).
+
+Groups are handed out in collection order (`--no-loadscope-reorder`); the slowest groups are collected first
+(FIRST), so that no long group starts last.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+GROUPS = {
+    "test_assignments.py": "nbgrader-course",
+    "test_grading_exchange.py": "nbgrader-course",
+    "test_grading_pipeline.py": "nbgrader-course",
+}
+# file -> number of groups its tests are dealt into (by a stable hash of the test id)
+SPLIT = {
+    "test_browser.py": None,
+    "test_site_reading.py": None,
+    "test_explore.py": 3,
+}
+# Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
+SLOWEST = ["test_explorables_combine_controls_and_presets", "test_desktop_page_reads_cleanly", "test_page_in_browser",
+           "test_phone_page_fits_the_screen"]
+FIRST = ["test_grading_exchange.py", "test_grading_pipeline.py", "test_assignments.py", "test_explorable_content.py",
+         "test_explore.py", "test_browser.py", "test_site_reading.py"]
+
+
+def _group(item) -> str:
+    name = item.path.name
+    if name in GROUPS:
+        return GROUPS[name]
+    if name in SPLIT:
+        if SPLIT[name] is None:
+            return f"{name}-{zlib.crc32(item.nodeid.encode()):08x}"
+        return f"{name}-{zlib.crc32(item.nodeid.encode()) % SPLIT[name]}"
+    return name
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    slow = {name: i for i, name in enumerate(SLOWEST)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(FIRST)),  # stable: pytest's order within a rank
+                                 slow.get(getattr(item, "originalname", item.name), len(SLOWEST))))
+    for item in items:
+        if not any(True for _ in item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
