@@ -66,12 +66,21 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # the browser closed a page (a test's context) while a file was still being sent
+        super().handle_error(request, client_address)
+
+
 class SiteServer:
     """Serves a directory over http://127.0.0.1:<free port>/ from a daemon thread."""
 
     def __init__(self, directory: Path):
         handler = functools.partial(_QuietHandler, directory=str(directory))
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd = _Server(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         host, port = self.httpd.server_address[:2]
         self.base = f"http://{host}:{port}/"
