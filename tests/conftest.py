@@ -4,8 +4,6 @@ Every test belongs to a group (`group` below), and a group runs on one worker, i
 session-scoped fixtures are built once per group:
 
 - by default a test file is its own group (what `--dist loadfile` did);
-- the nbgrader course files share one group, so the course is released once per session (grading_support) and
-  one worker grades while the other runs the rest;
 - SPLIT files (independent, slow, parametrized tests with nothing expensive shared between them) are cut into
   a few groups by test id, or into one group per test (None), so that the workers finish at about the same
   time. The browser tests mostly wait (for Chromium, page loads, MathJax), so `make test-browser` runs them on
@@ -22,11 +20,10 @@ import zlib
 
 import pytest
 
-GROUPS = {
-    "test_assignments.py": "nbgrader-course",
-    "test_grading_exchange.py": "nbgrader-course",
-    "test_grading_pipeline.py": "nbgrader-course",
-}
+# Files sharing one group. (The nbgrader course files are NOT grouped: their fixtures take minutes of mostly
+# subprocess time, and one worker grading them all in turn became the slowest; apart, the exchange and the
+# pipeline start first on different workers, each releasing the course once for its process: grading_support.)
+GROUPS: dict[str, str] = {}
 # file -> number of groups its tests are dealt into (by a stable hash of the test id)
 SPLIT = {
     "test_browser.py": None,
