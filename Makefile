@@ -42,7 +42,7 @@ lint: $(STAMP)
 # the nbgrader course files together, or single slow tests), the slowest groups first.
 XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 # The browser tests spend most of their time waiting for Chromium, so they run on more workers than cores.
-XDIST_BROWSER := -n 4 --dist loadgroup --no-loadscope-reorder
+XDIST_BROWSER := -n 3 --dist loadgroup --no-loadscope-reorder
 
 test-unit: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab"
