@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-lab test-determinism bench exercises grade lint clean
+.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-browser test-lab test-determinism bench exercises grade lint clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +38,11 @@ notebooks: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-# Two workers (the machine has two cores); each test file stays on one worker (shared fixtures).
-XDIST := -n 2 --dist loadfile
+# Two workers (the machine has two cores). Tests are dealt to the workers in groups (tests/conftest.py: a file,
+# the nbgrader course files together, or single slow tests), the slowest groups first.
+XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
+# The browser tests spend most of their time waiting for Chromium, so they run on more workers than cores.
+XDIST_BROWSER := -n 3 --dist loadgroup --no-loadscope-reorder
 
 test-unit: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab"
@@ -48,14 +51,23 @@ test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)
 
 test-book: book
-	$(BIN)/pytest $(XDIST) tests -m browser
+	$(MAKE) --no-print-directory test-browser
+
+# The browser tests on the site as it is (test-book builds it first).
+test-browser: $(STAMP)
+	$(BIN)/pytest $(XDIST_BROWSER) tests -m browser
 
 # The live widgets in a private JupyterLab driven by chromium (tests/test_lab.py; a temporary copy of notebooks/).
 test-lab: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/pytest tests -m lab
 
-# Everything CI checks.
-test: lint test-unit test-notebooks test-book test-lab
+# Everything CI checks: lint, test-unit, test-notebooks, test-book (book, then test-browser) and test-lab.
+# Stages that leave a core idle run side by side (-O keeps each one's output together): the unit tests and nbval
+# while the book builds (its notebooks run one cell at a time in one kernel), then the browser and JupyterLab
+# tests (both mostly wait for Chromium and for kernels).
+test: lint
+	$(MAKE) --no-print-directory -j3 -Otarget test-unit test-notebooks book
+	$(MAKE) --no-print-directory -j2 -Otarget test-browser test-lab
 
 test-determinism: $(STAMP)
 	for run in 1 2 3; do MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS) || exit 1; done

@@ -66,12 +66,21 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # the browser closed a page (a test's context) while a file was still being sent
+        super().handle_error(request, client_address)
+
+
 class SiteServer:
     """Serves a directory over http://127.0.0.1:<free port>/ from a daemon thread."""
 
     def __init__(self, directory: Path):
         handler = functools.partial(_QuietHandler, directory=str(directory))
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd = _Server(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         host, port = self.httpd.server_address[:2]
         self.base = f"http://{host}:{port}/"
@@ -101,19 +110,37 @@ class SiteServer:
         return path if path.is_file() else None
 
 
-def write_report_section(title: str, lines: list[str]) -> Path:
+def write_report_section(title: str, lines: list[str], rows: list[str] | None = None) -> Path:
     """Write one titled section of _build/screenshots/report.txt, keeping the other sections.
 
     Several browser test modules report into the same file; a section starts with a line
     '== <title> ==' and runs to the next such line. Text before the first section (a module that
-    writes the whole file) is kept as it is."""
+    writes the whole file) is kept as it is.
+
+    `lines` are a header line and rows keyed by their first word, one of `rows` (default: every page of
+    _toc.yml, in reading order). Rows of the section already in the file that this call does not bring are
+    kept, so that test processes that each saw some of the pages (xdist workers) fill in one table; the
+    table comes out in the order of `rows`, and lines not keyed by one of them are dropped."""
     import fcntl
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     report = SCREENSHOTS / "report.txt"
     with open(SCREENSHOTS / ".report.lock", "w") as lock:  # test modules may run in parallel workers
         fcntl.flock(lock, fcntl.LOCK_EX)
+        lines = _merged_rows(report, title, lines, toc_pages() if rows is None else rows)
         return _write_section(report, title, lines)
+
+
+def _merged_rows(report: Path, title: str, lines: list[str], rows: list[str]) -> list[str]:
+    def keyed(body):
+        return {line.split()[0]: line for line in body if line.split() and line.split()[0] in rows}
+
+    old = report.read_text(encoding="utf-8").splitlines() if report.is_file() else []
+    head = f"== {title} =="
+    section = old[old.index(head) + 2:] if head in old else []  # after the title and the header line
+    section = section[:next((i for i, line in enumerate(section) if line.startswith("== ")), len(section))]
+    merged = {**keyed(section), **keyed(lines[1:])}
+    return [lines[0], *(merged[key] for key in rows if key in merged)]
 
 
 def _write_section(report: Path, title: str, lines: list[str]) -> Path:

@@ -62,7 +62,7 @@ def browser():
         for name, r in REPORT.items():
             lines.append(f"{name:40s} {r['own'] / 2**20:7.2f} {r['shared'] / 2**20:9.2f} "
                          f"{r['explorables']:11d} {r['sliders']:7d} {r['math']:5d}")
-        write_report_section("Page sizes and explorables", lines)
+        write_report_section("Page sizes and explorables", lines, rows=PAGES)
 
 
 class Visit:

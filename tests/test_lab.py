@@ -117,6 +117,21 @@ JS_FIT = """(root) => {
 }"""
 
 
+# Wait (at most 2 s) until the notebook's scroll position and the widget's place on the screen have stayed the
+# same for six animation frames in a row (about 0.1 s): JupyterLab may still be scrolling after Run All.
+JS_SETTLED = """async (root) => {
+  const box = root.closest('.jp-WindowedPanel-outer') || root.closest('.jp-Notebook');
+  let last = null, same = 0;
+  const t0 = performance.now();
+  while (same < 6 && performance.now() - t0 < 2000) {
+    await new Promise(r => requestAnimationFrame(r));
+    const now = `${box.scrollTop}:${root.getBoundingClientRect().top}`;
+    same = now === last ? same + 1 : 0;
+    last = now;
+  }
+}"""
+
+
 def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
 
@@ -257,7 +272,7 @@ def test_lab_notebook(lab, expected, nb):
             classes = root.get_attribute("class").split()
             assert f"nl-{slug(name)}" in classes, f"{nb}: widget {i} has classes {classes}, expected nl-{slug(name)}"
             root.evaluate(JS_FIT)
-            page.page.wait_for_timeout(300)  # JupyterLab may still scroll to the active cell after Run All
+            root.evaluate(JS_SETTLED)  # JupyterLab may still scroll to the active cell after Run All
             fit = root.evaluate(JS_FIT)
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.page.screenshot(path=str(SCREENSHOTS / f"lab-{slug(name)}.png"))

@@ -1,0 +1,71 @@
+"""How tests are dealt to the xdist workers (`make test-unit` and `make test-browser` run `--dist loadgroup`).
+
+Every test belongs to a group (`group` below), and a group runs on one worker, in one process, so module- and
+session-scoped fixtures are built once per group:
+
+- by default a test file is its own group (what `--dist loadfile` did);
+- SPLIT files (independent, slow, parametrized tests with nothing expensive shared between them) are cut into
+  a few groups by test id, or into one group per test (None), so that the workers finish at about the same
+  time. The browser tests mostly wait (for Chromium, page loads, MathJax), so `make test-browser` runs them on
+  more workers than there are cores; each worker starts its own Chromium and server (module fixtures), and the
+  reports they write into _build/screenshots/report.txt are merged row by row (browser_support).
+
+Groups are handed out in collection order (`--no-loadscope-reorder`); the slowest groups are collected first
+(FIRST), so that no long group starts last.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+# Files sharing one group. (The nbgrader course files are NOT grouped: their fixtures take minutes of mostly
+# subprocess time, and one worker grading them all in turn became the slowest; apart, the exchange and the
+# pipeline start first on different workers, each releasing the course once for its process: grading_support.)
+GROUPS: dict[str, str] = {}
+# file -> number of groups its tests are dealt into (by a stable hash of the test id)
+SPLIT = {
+    "test_browser.py": None,
+    "test_site_reading.py": None,
+    "test_explore.py": 3,
+}
+# Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
+SLOWEST = ["test_explorables_combine_controls_and_presets", "test_desktop_page_reads_cleanly", "test_page_in_browser",
+           "test_phone_page_fits_the_screen"]
+FIRST = ["test_grading_exchange.py", "test_grading_pipeline.py", "test_assignments.py", "test_explorable_content.py",
+         "test_explore.py", "test_browser.py", "test_site_reading.py"]
+
+
+def group(nodeid: str) -> str:
+    """The group of a test, from its id."""
+    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    if name in GROUPS:
+        return GROUPS[name]
+    if name in SPLIT:
+        if SPLIT[name] is None:
+            return nodeid
+        return f"{name}-{zlib.crc32(nodeid.encode()) % SPLIT[name]}"
+    return name
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with the groups above. (xdist's own loadgroup reads `xdist_group` marks into the test
+    ids, which pytest 9 no longer lets it rewrite, so its groups would be single tests.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    slow = {name: i for i, name in enumerate(SLOWEST)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(FIRST)),  # stable: pytest's order within a rank
+                                 slow.get(getattr(item, "originalname", item.name), len(SLOWEST))))
