@@ -3,20 +3,99 @@ image and readouts; bursts of changes coalesce into one or two draws.
 
 Controls are index-based (a SelectionSlider over `control.positions()`, ToggleButtons over a Choice's
 options), so the kernel receives exactly the stop the reader picked, never a float rebuilt from a step.
+
+Frames already drawn are kept (CACHE_FRAMES per explorable, shared by its views): going back to a state
+costs no drawing. Once the reader has moved a control, the worker draws, while idle, the states one move
+away (the next stop in the direction of the last move first, then the other controls' neighbours), so the
+next move usually finds its frame ready; a request always goes before the next prefetch. A frame depends
+only on the values (Explorable.render), so a cached or prefetched frame is the one a fresh draw gives.
+NORMLAB_PREFETCH=0 turns prefetching off (the cache stays): `make bench` measures both.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 import threading
+import weakref
+from collections import OrderedDict
 
 import ipywidgets as widgets
 
 from .controls import Slider
 
 _VIEWS: list = []
+
+CACHE_FRAMES = 64   # frames kept per explorable (a 2x PNG is 40-150 KB)
+PREFETCH_MAX = 8    # states drawn ahead after each move, nearest first
+_FRAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # explorable -> OrderedDict(key -> frame)
+_FRAMES_LOCK = threading.Lock()
+
+
+def prefetch_enabled() -> bool:
+    """Whether live views draw neighbouring states ahead (NORMLAB_PREFETCH=0 turns it off)."""
+    return os.environ.get("NORMLAB_PREFETCH", "1").strip() not in ("0", "false", "no", "off")
+
+
+def _frame_key(values: dict) -> tuple:
+    return tuple((k, type(v).__name__, repr(v)) for k, v in values.items())
+
+
+def cached_frame(explorable, values: dict) -> tuple[tuple[bytes, dict, str], bool]:
+    """((png, readouts, alt), hit): the frame at `values`, from the explorable's frame cache or drawn now
+    (and kept, least recently used dropped first)."""
+    key = _frame_key(values)
+    with _FRAMES_LOCK:
+        frames = _FRAMES.setdefault(explorable, OrderedDict())
+        hit = frames.get(key)
+        if hit is not None:
+            frames.move_to_end(key)
+            return (hit[0], dict(hit[1]), hit[2]), True
+    png, readouts = explorable.render(**values)
+    alt = explorable.alt(**values)
+    with _FRAMES_LOCK:
+        frames[key] = (png, dict(readouts), alt)
+        frames.move_to_end(key)
+        while len(frames) > CACHE_FRAMES:
+            frames.popitem(last=False)
+    return (png, readouts, alt), False
+
+
+def is_cached(explorable, values: dict) -> bool:
+    with _FRAMES_LOCK:
+        return _frame_key(values) in _FRAMES.get(explorable, {})
+
+
+def clear_cache(explorable=None) -> None:
+    """Forget the kept frames of one explorable (or of all)."""
+    with _FRAMES_LOCK:
+        if explorable is None:
+            _FRAMES.clear()
+        else:
+            _FRAMES.pop(explorable, None)
+
+
+def neighbours(explorable, values: dict, moved: str | None = None, step: int = 1) -> list[dict]:
+    """The states one move away from `values`, most likely next first: control `moved` one more stop in
+    the direction `step` (+1/-1), then back, then every other control's neighbouring stops or options."""
+    order = [moved] if moved in explorable.controls else []
+    order += [k for k in explorable.controls if k != moved]
+    out = []
+    for k in order:
+        stops = explorable.controls[k].positions()
+        same = [j for j, v in enumerate(stops) if v == values[k] and type(v) is type(values[k])]
+        if not same:
+            continue
+        i = same[0]
+        if isinstance(explorable.controls[k], Slider):
+            first = step if k == moved else 1
+            candidates = [i + first, i - first]
+        else:
+            candidates = [j for j in range(len(stops)) if j != i]
+        out += [{**values, k: stops[j]} for j in candidates if 0 <= j < len(stops)]
+    return out[:PREFETCH_MAX]
 
 
 def views() -> list:
@@ -134,7 +213,12 @@ class LiveExplorable(widgets.VBox):
         self._busy = False
         self._thread = None
         self._quiet = False
+        self._ahead: list = []          # states to draw ahead while idle
+        self._fetching = False
+        self.prefetch = prefetch_enabled()
         self.draws = 0
+        self.cache_hits = 0             # draws served from the frame cache
+        self.prefetched = 0             # frames drawn ahead
         self.drawn: dict | None = None
         self.png = b""
         self._draw(self.current_values())
@@ -177,20 +261,51 @@ class LiveExplorable(widgets.VBox):
     def _work(self) -> None:
         while True:
             with self._cond:
-                while self._pending is None:
+                while self._pending is None and not self._ahead:
                     self._cond.wait()
+                if self._pending is None:
+                    self._prefetch_one(self._ahead.pop(0))
+                    continue
                 values, self._pending, self._busy = self._pending, None, True
+                before = self.drawn
             try:
                 self._draw(values)
             finally:
                 with self._cond:
                     self._busy = False
+                    self._ahead = self._plan_ahead(before, values) if self.prefetch else []
                     self._cond.notify_all()
+
+    def _plan_ahead(self, before: dict | None, values: dict) -> list:
+        """The neighbours of `values` not yet cached, continuing the last move's direction first."""
+        moved, step = None, 1
+        for k, v in values.items():
+            if before is not None and before.get(k) != v:
+                moved = k
+                stops = self.explorable.controls[k].positions()
+                if before[k] in stops and v in stops:
+                    step = 1 if stops.index(v) >= stops.index(before[k]) else -1
+                break
+        return [n for n in neighbours(self.explorable, values, moved, step) if not is_cached(self.explorable, n)]
+
+    def _prefetch_one(self, values: dict) -> None:
+        """Draw one state ahead into the frame cache (called with self._cond held: a request waits for it).
+        Errors are left for the reader's own draw of that state to show."""
+        self._fetching = True
+        self._cond.release()
+        try:
+            cached_frame(self.explorable, values)
+            self.prefetched += 1
+        except Exception:  # noqa: BLE001 - shown when the reader goes there
+            pass
+        finally:
+            self._cond.acquire()
+            self._fetching = False
+            self._cond.notify_all()
 
     def _draw(self, values: dict) -> None:
         try:
-            png, readouts = self.explorable.render(**values)
-            alt = self.explorable.alt(**values)
+            (png, readouts, alt), hit = cached_frame(self.explorable, values)
         except Exception as err:  # shown in the widget: a reader must never face a silent log traceback
             self.message.value = (
                 "<div style='color:#B00020'><b>Could not draw this figure</b> at "
@@ -208,8 +323,11 @@ class LiveExplorable(widgets.VBox):
         self.message.value = ""
         self.drawn = dict(values)
         self.draws += 1
+        self.cache_hits += hit
 
-    def wait(self, timeout: float = 10.0) -> bool:
-        """Block until every requested redraw is drawn; False on timeout."""
+    def wait(self, timeout: float = 10.0, *, ahead: bool = False) -> bool:
+        """Block until every requested redraw is drawn (with ahead=True: and every state planned ahead);
+        False on timeout."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._pending is None and not self._busy, timeout)
+            return self._cond.wait_for(lambda: self._pending is None and not self._busy and not (
+                ahead and (self._ahead or self._fetching)), timeout)
