@@ -31,6 +31,7 @@ _VIEWS: list = []
 CACHE_FRAMES = 64   # frames kept per explorable (a 2x PNG is 40-150 KB)
 PREFETCH_MAX = 8    # states drawn ahead after each move, nearest first
 _FRAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # explorable -> OrderedDict(key -> frame)
+_SHOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # explorable -> keys of frames shown so far
 _FRAMES_LOCK = threading.Lock()
 
 
@@ -73,8 +74,10 @@ def clear_cache(explorable=None) -> None:
     with _FRAMES_LOCK:
         if explorable is None:
             _FRAMES.clear()
+            _SHOWN.clear()
         else:
             _FRAMES.pop(explorable, None)
+            _SHOWN.pop(explorable, None)
 
 
 def neighbours(explorable, values: dict, moved: str | None = None, step: int = 1) -> list[dict]:
@@ -219,6 +222,9 @@ class LiveExplorable(widgets.VBox):
         self.draws = 0
         self.cache_hits = 0             # draws served from the frame cache
         self.prefetched = 0             # frames drawn ahead
+        # where each frame shown came from: "drawn" (on request), "ahead" (drawn ahead, shown for the first
+        # time) or "seen" (kept from an earlier showing): `make bench` splits its timings by it
+        self.sources: list[str] = []
         self.drawn: dict | None = None
         self.png = b""
         self._draw(self.current_values())
@@ -321,6 +327,11 @@ class LiveExplorable(widgets.VBox):
         self.readout.value = (f"<div class='nl-readouts' aria-live='polite'><div class='nl-ghost' aria-hidden='true'>"
                               f"{ghost}</div><div class='nl-current'>{readouts_html(readouts)}</div></div>")
         self.message.value = ""
+        key = _frame_key(values)
+        with _FRAMES_LOCK:
+            shown = _SHOWN.setdefault(self.explorable, set())
+            self.sources.append("drawn" if not hit else "seen" if key in shown else "ahead")
+            shown.add(key)
         self.drawn = dict(values)
         self.draws += 1
         self.cache_hits += hit
