@@ -218,6 +218,7 @@ class LiveExplorable(widgets.VBox):
         self._quiet = False
         self._ahead: list = []          # states to draw ahead while idle
         self._fetching = False
+        self._ahead_thread = None
         self.prefetch = prefetch_enabled()
         self.draws = 0
         self.cache_hits = 0             # draws served from the frame cache
@@ -265,13 +266,12 @@ class LiveExplorable(widgets.VBox):
             self._cond.notify_all()
 
     def _work(self) -> None:
+        """The drawing worker: always the latest requested values; a kept frame is shown at once, even while
+        the other thread is drawing ahead (only a frame that must be drawn waits for the figure)."""
         while True:
             with self._cond:
-                while self._pending is None and not self._ahead:
+                while self._pending is None:
                     self._cond.wait()
-                if self._pending is None:
-                    self._prefetch_one(self._ahead.pop(0))
-                    continue
                 values, self._pending, self._busy = self._pending, None, True
                 before = self.drawn
             try:
@@ -280,7 +280,20 @@ class LiveExplorable(widgets.VBox):
                 with self._cond:
                     self._busy = False
                     self._ahead = self._plan_ahead(before, values) if self.prefetch else []
+                    if self._ahead and self._ahead_thread is None:
+                        self._ahead_thread = threading.Thread(target=self._work_ahead, daemon=True,
+                                                              name=f"normlab-ahead-{self.explorable.name}")
+                        self._ahead_thread.start()
                     self._cond.notify_all()
+
+    def _work_ahead(self) -> None:
+        """Draws the planned neighbouring states into the frame cache, one at a time, only while no request
+        is waiting or being drawn."""
+        while True:
+            with self._cond:
+                while not self._ahead or self._pending is not None or self._busy:
+                    self._cond.wait()
+                self._prefetch_one(self._ahead.pop(0))
 
     def _plan_ahead(self, before: dict | None, values: dict) -> list:
         """The neighbours of `values` not yet cached, continuing the last move's direction first."""
@@ -295,8 +308,10 @@ class LiveExplorable(widgets.VBox):
         return [n for n in neighbours(self.explorable, values, moved, step) if not is_cached(self.explorable, n)]
 
     def _prefetch_one(self, values: dict) -> None:
-        """Draw one state ahead into the frame cache (called with self._cond held: a request waits for it).
+        """Draw one state ahead into the frame cache (called with self._cond held; released while drawing).
         Errors are left for the reader's own draw of that state to show."""
+        if is_cached(self.explorable, values):
+            return
         self._fetching = True
         self._cond.release()
         try:
