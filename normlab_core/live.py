@@ -5,9 +5,9 @@ Controls are index-based (a SelectionSlider over `control.positions()`, ToggleBu
 options), so the kernel receives exactly the stop the reader picked, never a float rebuilt from a step.
 
 Frames already drawn are kept (CACHE_FRAMES per explorable, shared by its views): going back to a state
-costs no drawing. Once the reader has moved a control, the worker draws, while idle, the states one move
-away (the next stop in the direction of the last move first, then the other controls' neighbours), so the
-next move usually finds its frame ready; a request always goes before the next prefetch. A frame depends
+costs no drawing. Once the reader has moved a control, a second thread draws, while idle, the likeliest next
+state (the next stop in the direction of the last move; PREFETCH_MAX states of `neighbours()`), so the next
+move often finds its frame ready; a request always goes before the next state drawn ahead. A frame depends
 only on the values (Explorable.render), so a cached or prefetched frame is the one a fresh draw gives.
 NORMLAB_PREFETCH=0 turns prefetching off (the cache stays): `make bench` measures both.
 """
@@ -29,7 +29,10 @@ from .controls import Slider
 _VIEWS: list = []
 
 CACHE_FRAMES = 64   # frames kept per explorable (a 2x PNG is 40-150 KB)
-PREFETCH_MAX = 8    # states drawn ahead after each move, nearest first
+# States drawn ahead after each move: only the likeliest next one. The browser, the Jupyter server and the kernel
+# share the CPU; with up to 8 states drawn ahead, frames drawn ahead reached the screen in 85 ms (median) against
+# 69 ms for repeats (scripts/bench_browser.py, 2 cores), so drawing more ahead seems to compete with the frame shown.
+PREFETCH_MAX = 1
 _FRAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # explorable -> OrderedDict(key -> frame)
 _SHOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # explorable -> keys of frames shown so far
 _FRAMES_LOCK = threading.Lock()
@@ -98,7 +101,7 @@ def neighbours(explorable, values: dict, moved: str | None = None, step: int = 1
         else:
             candidates = [j for j in range(len(stops)) if j != i]
         out += [{**values, k: stops[j]} for j in candidates if 0 <= j < len(stops)]
-    return out[:PREFETCH_MAX]
+    return out
 
 
 def views() -> list:
@@ -305,7 +308,8 @@ class LiveExplorable(widgets.VBox):
                 if before[k] in stops and v in stops:
                     step = 1 if stops.index(v) >= stops.index(before[k]) else -1
                 break
-        return [n for n in neighbours(self.explorable, values, moved, step) if not is_cached(self.explorable, n)]
+        ahead = [n for n in neighbours(self.explorable, values, moved, step) if not is_cached(self.explorable, n)]
+        return ahead[:PREFETCH_MAX]
 
     def _prefetch_one(self, values: dict) -> None:
         """Draw one state ahead into the frame cache (called with self._cond held; released while drawing).
