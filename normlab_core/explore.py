@@ -27,6 +27,10 @@ from .display import STATIC_ENV, static_mode
 
 BACKGROUNDS = 12  # cached backgrounds (one per set of axis limits) per explorable: ~3 MB each at 2x
 
+# One lock for all drawing: matplotlib's font objects are shared by every figure and are not thread-safe, and
+# the live face draws in worker threads (one per explorable, and ahead of the reader while idle).
+RENDER_LOCK = threading.RLock()
+
 
 class Explorable:
     """A figure driven by controls; see the module docstring for the setup/update contract."""
@@ -43,7 +47,7 @@ class Explorable:
         self.max_frames = max_frames
         self.presets = self._check_presets(presets or {})
         self._fig = None
-        self._lock = threading.RLock()
+        self._lock = RENDER_LOCK
 
     def _check_presets(self, presets: dict) -> dict:
         """The presets, checked: each is a Preset naming known controls at values among their positions."""

@@ -3,20 +3,105 @@ image and readouts; bursts of changes coalesce into one or two draws.
 
 Controls are index-based (a SelectionSlider over `control.positions()`, ToggleButtons over a Choice's
 options), so the kernel receives exactly the stop the reader picked, never a float rebuilt from a step.
+
+Frames already drawn are kept (CACHE_FRAMES per explorable, shared by its views): going back to a state
+costs no drawing. Once the reader has moved a control, a second thread draws, while idle, the likeliest next
+state (the next stop in the direction of the last move; PREFETCH_MAX states of `neighbours()`), so the next
+move often finds its frame ready; a request always goes before the next state drawn ahead. A frame depends
+only on the values (Explorable.render), so a cached or prefetched frame is the one a fresh draw gives.
+NORMLAB_PREFETCH=0 turns prefetching off (the cache stays): `make bench` measures both.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 import threading
+import weakref
+from collections import OrderedDict
 
 import ipywidgets as widgets
 
 from .controls import Slider
 
 _VIEWS: list = []
+
+CACHE_FRAMES = 64   # frames kept per explorable (a 2x PNG is 40-150 KB)
+# States drawn ahead after each move: only the likeliest next one. The browser, the Jupyter server and the kernel
+# share the CPU; with up to 8 states drawn ahead, frames drawn ahead reached the screen in 85 ms (median) against
+# 69 ms for repeats (scripts/bench_browser.py, 2 cores), so drawing more ahead seems to compete with the frame shown.
+PREFETCH_MAX = 1
+_FRAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # explorable -> OrderedDict(key -> frame)
+_SHOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # explorable -> keys of frames shown so far
+_FRAMES_LOCK = threading.Lock()
+
+
+def prefetch_enabled() -> bool:
+    """Whether live views draw neighbouring states ahead (NORMLAB_PREFETCH=0 turns it off)."""
+    return os.environ.get("NORMLAB_PREFETCH", "1").strip() not in ("0", "false", "no", "off")
+
+
+def _frame_key(values: dict) -> tuple:
+    return tuple((k, type(v).__name__, repr(v)) for k, v in values.items())
+
+
+def cached_frame(explorable, values: dict) -> tuple[tuple[bytes, dict, str], bool]:
+    """((png, readouts, alt), hit): the frame at `values`, from the explorable's frame cache or drawn now
+    (and kept, least recently used dropped first)."""
+    key = _frame_key(values)
+    with _FRAMES_LOCK:
+        frames = _FRAMES.setdefault(explorable, OrderedDict())
+        hit = frames.get(key)
+        if hit is not None:
+            frames.move_to_end(key)
+            return (hit[0], dict(hit[1]), hit[2]), True
+    png, readouts = explorable.render(**values)
+    alt = explorable.alt(**values)
+    with _FRAMES_LOCK:
+        frames[key] = (png, dict(readouts), alt)
+        frames.move_to_end(key)
+        while len(frames) > CACHE_FRAMES:
+            frames.popitem(last=False)
+    return (png, readouts, alt), False
+
+
+def is_cached(explorable, values: dict) -> bool:
+    with _FRAMES_LOCK:
+        return _frame_key(values) in _FRAMES.get(explorable, {})
+
+
+def clear_cache(explorable=None) -> None:
+    """Forget the kept frames of one explorable (or of all)."""
+    with _FRAMES_LOCK:
+        if explorable is None:
+            _FRAMES.clear()
+            _SHOWN.clear()
+        else:
+            _FRAMES.pop(explorable, None)
+            _SHOWN.pop(explorable, None)
+
+
+def neighbours(explorable, values: dict, moved: str | None = None, step: int = 1) -> list[dict]:
+    """The states one move away from `values`, most likely next first: control `moved` one more stop in
+    the direction `step` (+1/-1), then back, then every other control's neighbouring stops or options."""
+    order = [moved] if moved in explorable.controls else []
+    order += [k for k in explorable.controls if k != moved]
+    out = []
+    for k in order:
+        stops = explorable.controls[k].positions()
+        same = [j for j, v in enumerate(stops) if v == values[k] and type(v) is type(values[k])]
+        if not same:
+            continue
+        i = same[0]
+        if isinstance(explorable.controls[k], Slider):
+            first = step if k == moved else 1
+            candidates = [i + first, i - first]
+        else:
+            candidates = [j for j in range(len(stops)) if j != i]
+        out += [{**values, k: stops[j]} for j in candidates if 0 <= j < len(stops)]
+    return out
 
 
 def views() -> list:
@@ -134,7 +219,16 @@ class LiveExplorable(widgets.VBox):
         self._busy = False
         self._thread = None
         self._quiet = False
+        self._ahead: list = []          # states to draw ahead while idle
+        self._fetching = False
+        self._ahead_thread = None
+        self.prefetch = prefetch_enabled()
         self.draws = 0
+        self.cache_hits = 0             # draws served from the frame cache
+        self.prefetched = 0             # frames drawn ahead
+        # where each frame shown came from: "drawn" (on request), "ahead" (drawn ahead, shown for the first
+        # time) or "seen" (kept from an earlier showing): `make bench` splits its timings by it
+        self.sources: list[str] = []
         self.drawn: dict | None = None
         self.png = b""
         self._draw(self.current_values())
@@ -175,22 +269,68 @@ class LiveExplorable(widgets.VBox):
             self._cond.notify_all()
 
     def _work(self) -> None:
+        """The drawing worker: always the latest requested values; a kept frame is shown at once, even while
+        the other thread is drawing ahead (only a frame that must be drawn waits for the figure)."""
         while True:
             with self._cond:
                 while self._pending is None:
                     self._cond.wait()
                 values, self._pending, self._busy = self._pending, None, True
+                before = self.drawn
             try:
                 self._draw(values)
             finally:
                 with self._cond:
                     self._busy = False
+                    self._ahead = self._plan_ahead(before, values) if self.prefetch else []
+                    if self._ahead and self._ahead_thread is None:
+                        self._ahead_thread = threading.Thread(target=self._work_ahead, daemon=True,
+                                                              name=f"normlab-ahead-{self.explorable.name}")
+                        self._ahead_thread.start()
                     self._cond.notify_all()
+
+    def _work_ahead(self) -> None:
+        """Draws the planned neighbouring states into the frame cache, one at a time, only while no request
+        is waiting or being drawn."""
+        while True:
+            with self._cond:
+                while not self._ahead or self._pending is not None or self._busy:
+                    self._cond.wait()
+                self._prefetch_one(self._ahead.pop(0))
+
+    def _plan_ahead(self, before: dict | None, values: dict) -> list:
+        """The neighbours of `values` not yet cached, continuing the last move's direction first."""
+        moved, step = None, 1
+        for k, v in values.items():
+            if before is not None and before.get(k) != v:
+                moved = k
+                stops = self.explorable.controls[k].positions()
+                if before[k] in stops and v in stops:
+                    step = 1 if stops.index(v) >= stops.index(before[k]) else -1
+                break
+        ahead = [n for n in neighbours(self.explorable, values, moved, step) if not is_cached(self.explorable, n)]
+        return ahead[:PREFETCH_MAX]
+
+    def _prefetch_one(self, values: dict) -> None:
+        """Draw one state ahead into the frame cache (called with self._cond held; released while drawing).
+        Errors are left for the reader's own draw of that state to show."""
+        if is_cached(self.explorable, values):
+            return
+        self._fetching = True
+        self._cond.release()
+        try:
+            cached_frame(self.explorable, values)
+            self.prefetched += 1
+        except Exception:  # noqa: BLE001 - shown when the reader goes there
+            pass
+        finally:
+            self._cond.acquire()
+            self._fetching = False
+            self._cond.notify_all()
 
     def _draw(self, values: dict) -> None:
         try:
-            png, readouts = self.explorable.render(**values)
-            alt = self.explorable.alt(**values)
+            (png, readouts, alt), hit = cached_frame(self.explorable, values)
         except Exception as err:  # shown in the widget: a reader must never face a silent log traceback
             self.message.value = (
                 "<div style='color:#B00020'><b>Could not draw this figure</b> at "
@@ -206,10 +346,18 @@ class LiveExplorable(widgets.VBox):
         self.readout.value = (f"<div class='nl-readouts' aria-live='polite'><div class='nl-ghost' aria-hidden='true'>"
                               f"{ghost}</div><div class='nl-current'>{readouts_html(readouts)}</div></div>")
         self.message.value = ""
+        key = _frame_key(values)
+        with _FRAMES_LOCK:
+            shown = _SHOWN.setdefault(self.explorable, set())
+            self.sources.append("drawn" if not hit else "seen" if key in shown else "ahead")
+            shown.add(key)
         self.drawn = dict(values)
         self.draws += 1
+        self.cache_hits += hit
 
-    def wait(self, timeout: float = 10.0) -> bool:
-        """Block until every requested redraw is drawn; False on timeout."""
+    def wait(self, timeout: float = 10.0, *, ahead: bool = False) -> bool:
+        """Block until every requested redraw is drawn (with ahead=True: and every state planned ahead);
+        False on timeout."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._pending is None and not self._busy, timeout)
+            return self._cond.wait_for(lambda: self._pending is None and not self._busy and not (
+                ahead and (self._ahead or self._fetching)), timeout)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import math
 
 import matplotlib
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.figure import Figure
+from matplotlib.ft2font import RenderMode
 
 # Okabe-Ito palette (colour-blind safe); each concept keeps its colour in every figure of the book.
 COLORS = {
@@ -47,10 +49,86 @@ def house_style():
     return matplotlib.rc_context(RC)
 
 
+TEXT_CACHE = True      # False: draw text exactly as matplotlib's own Agg renderer does (same pixels, slower)
+_LAYOUTS: dict = {}    # (font, size, dpi, string, flags, features, language) -> (font, glyphs laid out)
+_GLYPHS: dict = {}     # (font, size, dpi, glyph, matrix, 1/64-pixel phase, flags, mode) -> (coverage, left, top)
+_CACHE_LIMIT = 20000   # entries per cache (glyph bitmaps are a few hundred bytes each at 2x)
+
+
+class _TextCachingRenderer(RendererAgg):
+    """Agg renderer that remembers text layouts and glyph bitmaps.
+
+    matplotlib 3.11 shapes every string and rasterises every glyph again on each draw, about 15 ms for a
+    two-line label at 2x, which is most of a blitted frame with a changing label. A glyph's bitmap depends
+    on the glyph, size, rotation and the pen position's fraction of a pixel (FreeType positions in 1/64
+    pixel); a whole-pixel shift only moves the bitmap. So the bitmap is kept per fraction and placed at
+    the whole-pixel offset: the pixels are the same as matplotlib's own (tests/test_live_cache.py)."""
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if ismath or not TEXT_CACHE:
+            return super().draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+        font = self._prepare_font(prop)
+        flags = get_hinting_flag()
+        features = mtext.get_fontfeatures() if mtext is not None else None
+        language = mtext.get_language() if mtext is not None else None
+        size = prop.get_size_in_points()
+        key = (id(font), size, self.dpi, s, flags, tuple(features) if features else features,
+               language if isinstance(language, (str, type(None))) else repr(language))
+        hit = _LAYOUTS.get(key)
+        if hit is None:
+            items = font._layout(s, flags=flags, features=features, language=language)
+            hit = (font, [(item.ft_object, item.glyph_index, item.x, item.y) for item in items])
+            if len(_LAYOUTS) >= _CACHE_LIMIT:
+                _LAYOUTS.clear()
+            _LAYOUTS[key] = hit
+        self._draw_glyphs_cached(gc, x, y, angle, size, hit[1], flags)
+
+    def _draw_glyphs_cached(self, gc, x, y, angle, size, glyphs, flags):
+        cos = math.cos(math.radians(angle))
+        sin = math.sin(math.radians(angle))
+        matrix = (0x10000 * np.array([[cos, -sin], [sin, cos]])).round().astype(int)
+        mkey = tuple(matrix.ravel().tolist())
+        mode = RenderMode.NORMAL if gc.get_antialiased() else RenderMode.MONO
+        height = self.height
+        for ft, glyph_index, dx, dy in glyphs:  # dy is upwards
+            px = round(0x40 * (x + dx * cos - dy * sin))
+            py = round(0x40 * (height - y + dx * sin + dy * cos))  # FreeType's y is upwards
+            ix, fx = divmod(px, 0x40)
+            iy, fy = divmod(py, 0x40)
+            gkey = (id(ft), size, self.dpi, glyph_index, mkey, fx, fy, flags, mode)
+            hit = _GLYPHS.get(gkey)
+            if hit is None:
+                ft.set_size(size, self.dpi)
+                ft._set_transform(matrix, [fx, fy])
+                bitmap = ft._render_glyph(glyph_index, flags, mode)
+                buffer = np.array(bitmap.buffer)
+                if mode == RenderMode.MONO:
+                    buffer *= 0xff
+                hit = (ft, buffer, bitmap.left, bitmap.top)  # ft kept alive: its id stays unique
+                if len(_GLYPHS) >= _CACHE_LIMIT:
+                    _GLYPHS.clear()
+                _GLYPHS[gkey] = hit
+            _, buffer, left, top = hit
+            # draw_text_image's y is downwards and names the bitmap's bottom side
+            self._renderer.draw_text_image(buffer, left + ix, int(height) - (top + iy) + buffer.shape[0], 0, gc)
+
+
+class _Canvas(FigureCanvasAgg):
+    """The Agg canvas with the text-caching renderer."""
+
+    def get_renderer(self):
+        w, h = self.get_width_height(physical=True)
+        key = w, h, self.figure.dpi
+        if self._lastKey != key or not isinstance(getattr(self, "renderer", None), _TextCachingRenderer):
+            self.renderer = _TextCachingRenderer(w, h, self.figure.dpi)
+            self._lastKey = key
+        return self.renderer
+
+
 def blank_figure(width: float = WIDTH_IN, height: float = HEIGHT_IN, dpi: float = DPI) -> Figure:
-    """An empty Figure on an Agg canvas (no pyplot state), constrained layout."""
+    """An empty Figure on an Agg canvas (no pyplot state), constrained layout; text drawing is cached."""
     fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
-    FigureCanvasAgg(fig)
+    _Canvas(fig)
     return fig
 
 

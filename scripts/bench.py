@@ -328,8 +328,12 @@ def print_table(res: dict) -> None:
     print(f"normlab bench  ({res['machine']['nproc']} cores, numpy {res['machine']['numpy']}, "
           f"command: {res['command']})\n")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"load average at the end: {load:.1f} on {res['machine']['nproc']} cores (wall times grow with it; "
-          "'cpu ms' is this process's CPU time per frame)\n")
+    start = (res.get("load_avg_start") or [float("nan")])[0]
+    print(f"load average {start:.1f} at the start, {load:.1f} at the end, on {res['machine']['nproc']} cores (wall "
+          "times grow with it; 'cpu ms' is this process's CPU time per frame)")
+    print("warm ms: each state's first frame (Explorable.frame, no frame cache; glyph bitmaps and text layouts are "
+          "kept across frames); cached: the same states again. The live face also keeps frames and draws ahead: "
+          "scripts/bench_browser.py splits its JupyterLab moves into cold draws, frames drawn ahead and repeats.\n")
     print(f"{'explorable':28s} {'warm ms':>8s} {'cpu ms':>7s} {'cached':>7s} {'naive ms':>9s} {'speedup':>8s} "
           f"{'redraws':>8s} {'goal':>5s}")
     for name, r in res["explorables"].items():
@@ -395,12 +399,14 @@ def main(argv=None) -> dict:
 
     entries = catalog()
     names = args.only or list(entries)
+    load_start = os.getloadavg() if hasattr(os, "getloadavg") else None
     res = {
         "machine": {"nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
                     "python": platform.python_version(), "numpy": np.__version__,
                     "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")},
         "command": "make bench  (MPLBACKEND=Agg .venv/bin/python -m scripts.bench)",
         "goals": GOALS,
+        "load_avg_start": load_start,
         "explorables": {},
     }
     for name in names:
@@ -421,6 +427,7 @@ def main(argv=None) -> dict:
     res["sensitivity_curve"] = bench_sensitivity(1024, args.repeats, args.skip_fd)
     res["layer_norm"] = bench_throughput(repeats=args.repeats)
     res["static_site"] = bench_site(Path("_build/html"))
+    res["load_avg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2) + "\n")
     print_table(res)

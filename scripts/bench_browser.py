@@ -9,6 +9,13 @@ input in the book) with Playwright in Debian's chromium; moves go back and forth
 slider's stops, one at a time (each waits for its image), so every number is one complete round trip
 (JupyterLab: browser -> kernel draws -> browser). Toggles and presets are not timed.
 
+The live face keeps the frames it drew and, once a control has moved, draws the neighbouring states ahead
+while idle (normlab_core/live.py). So JupyterLab is measured twice (--prefetch both, the default): with
+NORMLAB_PREFETCH=0, where every first visit of a state is a cold draw, and as the reader gets it. Each move is
+split by where the kernel took its frame from: `cold` (drawn when asked: never drawn before in this kernel),
+`first_shown_drawn_ahead` (drawn ahead while idle, shown for the first time) and `repeat` (a state shown
+before).
+
 Also reported: `image_in_page`, the time until the new image is in the page (JupyterLab: the kernel's
 round trip including the draw; the rest is the browser decoding and painting it). The static page's
 moves are also split into frames shown for the first time (fetched from the local
@@ -87,21 +94,20 @@ TIMEOUT_MS = 4000  # a move whose image does not change within this is counted a
 
 
 def timed_moves(page, root, target, keys: list[str], arrivals: list[float],
-                timeout_ms: int = TIMEOUT_MS) -> tuple[list[float], int]:
-    """Press each key on `target` (focused), timing each to the painted image; (times, moves with no new image).
-    The time until the new image element/src appeared in the page is appended to `arrivals`."""
-    times, missed = [], 0
+                timeout_ms: int = TIMEOUT_MS) -> list[float | None]:
+    """Press each key on `target` (focused), timing each to the painted image: one time per key, None for a
+    move with no new image. The time until the new image element/src appeared in the page is appended to
+    `arrivals`."""
+    times = []
     target.focus()
     for key in keys:
         page.evaluate("([root, t]) => window.__nlArm(root, t)", [root, timeout_ms])
         page.keyboard.press(key)
         r = page.evaluate("() => window.__nl.pending")
-        if r is None:
-            missed += 1
-        else:
-            times.append(r[0])
+        times.append(None if r is None else r[0])
+        if r is not None:
             arrivals.append(r[1])
-    return times, missed
+    return times
 
 
 def back_and_forth(n_stops: int, at: int, moves: int) -> list[str]:
@@ -124,6 +130,7 @@ def bench_lab(browser, notebooks: list[str], moves: int) -> dict:
     per: dict[str, dict] = {}
     everything: list[float] = []
     arrivals: list[float] = []
+    by_source: dict[str, list[float]] = {"drawn": [], "ahead": [], "seen": []}
     with LabServer(notebooks) as server:
         page = LabPage(browser, server)
         page.page.evaluate(PROBE)
@@ -134,26 +141,42 @@ def bench_lab(browser, notebooks: list[str], moves: int) -> dict:
                 "import json, normlab_core.live as L; print(json.dumps([[v.explorable.name, 0] "
                 "for v in L.views()]))").strip().splitlines()[-1])]
             roots = page.page.query_selector_all(".jp-NotebookPanel:not(.lm-mod-hidden) .normlab-live")
-            for name, root in zip(names, roots, strict=False):
+            for index, (name, root) in enumerate(zip(names, roots, strict=False)):
                 exp = explore.get(name)
                 root.scroll_into_view_if_needed()
-                times, missed = [], 0
+                moved: list[float | None] = []
+                sources_code = (f"import json, normlab_core.live as L; L.views()[{index}].wait(); "
+                                f"print(json.dumps(L.views()[{index}].sources))")
+                n_before = len(json.loads(page.kernel(sources_code).strip().splitlines()[-1]))
                 sliders = root.query_selector_all(".widget-slider")
                 slider_names = [k for k, c in exp.controls.items() if isinstance(c, Slider)]
                 for k, el in zip(slider_names, sliders, strict=False):
                     stops = exp.controls[k].positions()
                     at = stops.index(exp.controls[k].value)
-                    t, m = timed_moves(page.page, root, el.query_selector(".noUi-handle"),
-                                       back_and_forth(len(stops), at, moves), arrivals)
-                    times += t
-                    missed += m
-                per[name] = {**summary(times), "no_new_image": missed, "notebook": nb}
+                    moved += timed_moves(page.page, root, el.query_selector(".noUi-handle"),
+                                         back_and_forth(len(stops), at, moves), arrivals)
+                # where the kernel took each move's frame from (one draw per move, in order)
+                sources = json.loads(page.kernel(sources_code).strip().splitlines()[-1])[n_before:]
+                if len(sources) != len(moved):  # not one draw per move: leave these moves out of the split
+                    sources = [None] * len(moved)
+                times = [t for t in moved if t is not None]
+                split = {}
+                for src in by_source:
+                    mine = [t for t, s in zip(moved, sources, strict=True) if t is not None and s == src]
+                    by_source[src] += mine
+                    split[src] = len(mine)
+                per[name] = {**summary(times), "no_new_image": moved.count(None), "notebook": nb,
+                             "frames_from": split}
                 everything += times
             page.close_notebook()
         problems = list(page.problems)
         page.close()
     return {"all": summary(everything), "image_in_page": summary(arrivals), "explorables": per,
-            "page_problems": problems}
+            "prefetch": os.environ.get("NORMLAB_PREFETCH", "1") != "0",
+            # cold: drawn when the move asked for it (never drawn before in this kernel); ahead: drawn ahead
+            # while idle, shown for the first time; seen: kept from an earlier showing (a repeat move)
+            "cold": summary(by_source["drawn"]), "first_shown_drawn_ahead": summary(by_source["ahead"]),
+            "repeat": summary(by_source["seen"]), "page_problems": problems}
 
 
 # -- static book page ----------------------------------------------------------------------------------
@@ -207,6 +230,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=["lab", "static"], help="measure one face only")
     ap.add_argument("--site", type=Path, default=SITE, help="the built book (default _build/html)")
     ap.add_argument("--notebooks", nargs="*", default=SECTION_NOTEBOOKS, help="section notebooks for JupyterLab")
+    ap.add_argument("--prefetch", choices=["on", "off", "both"], default="both",
+                    help="JupyterLab: draw neighbouring states ahead (the live default), not, or measure both "
+                         "(default: both, so every move of the 'off' pass is a cold draw)")
     args = ap.parse_args(argv)
     if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
         print(f"bench_browser: {CHROMIUM} not found (apt-get install chromium); browser latency not measured")
@@ -219,7 +245,17 @@ def main(argv=None) -> int:
     with sync_playwright() as pw:
         browser = launch_chromium(pw, str(CHROMIUM))
         if args.only in (None, "lab"):
-            results["lab"] = bench_lab(browser, args.notebooks, args.moves)
+            saved = os.environ.get("NORMLAB_PREFETCH")
+            try:
+                for mode in (["off", "on"] if args.prefetch == "both" else [args.prefetch]):
+                    os.environ["NORMLAB_PREFETCH"] = "1" if mode == "on" else "0"
+                    results["lab" if mode == "on" else "lab_no_prefetch"] = bench_lab(browser, args.notebooks,
+                                                                                      args.moves)
+            finally:
+                if saved is None:
+                    os.environ.pop("NORMLAB_PREFETCH", None)
+                else:
+                    os.environ["NORMLAB_PREFETCH"] = saved
         if args.only in (None, "static"):
             results["static"] = bench_static(browser, args.moves, args.site)
         browser.close()
@@ -229,16 +265,16 @@ def main(argv=None) -> int:
             old = json.loads(OUT.read_text(encoding="utf-8"))
         except ValueError:
             old = {}
-        other = "static" if args.only == "lab" else "lab"
-        if other in old:
-            results[other] = {**old[other], "from_earlier_run": True}
+        for other in (["static"] if args.only == "lab" else ["lab", "lab_no_prefetch"]):
+            if other in old and other not in results:
+                results[other] = {**old[other], "from_earlier_run": True}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
     print(f"\nbrowser latency: key on the control -> new image painted (ms), {args.moves} moves per slider; "
           f"load average {results['machine']['load_avg'][0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"{'face / explorable':44s} {'n':>5s} {'median':>8s} {'p90':>8s} {'max':>8s}")
-    for face, goal in (("lab", "lab_p90_ms"), ("static", "static_p90_ms")):
+    for face, goal in (("lab_no_prefetch", "lab_p90_ms"), ("lab", "lab_p90_ms"), ("static", "static_p90_ms")):
         r = results.get(face)
         if not r:
             continue
@@ -255,7 +291,11 @@ def main(argv=None) -> int:
             met = "met" if a["p90_ms"] <= GOALS[goal] else "MISSED"
             print(f"{face + ' (all)':44s} {a['n']:5d} {a['median_ms']:8.1f} {a['p90_ms']:8.1f} {a['max_ms']:8.1f}"
                   f"   goal p90 <= {GOALS[goal]:.0f} ms: {met}")
-        for sub in ("image_in_page", "first_load_of_frame", "frame_seen_before"):
+        if face.startswith("lab"):
+            print(f"  {face}: frames {'drawn ahead while idle' if r.get('prefetch') else 'not drawn ahead'}; "
+                  "split by where the kernel took each frame from:")
+        for sub in ("cold", "first_shown_drawn_ahead", "repeat", "image_in_page", "first_load_of_frame",
+                    "frame_seen_before"):
             s = r.get(sub)
             if s and s.get("n"):
                 print(f"  {face}: {sub:36s} {s['n']:5d} {s['median_ms']:8.1f} {s['p90_ms']:8.1f} {s['max_ms']:8.1f}")

@@ -13,13 +13,14 @@ from ..explore import Choice, Explorable, Slider
 from ..moments import one_pass_var, span_in_std
 from ..norms import layer_norm
 from ..stats import mean_var
-from ..style import COLORS, label
+from ..style import COLORS, RC, label
 
 # The reference text's vector a is 100.5 + 1 * SHAPE and its vector b is 0.0015 + 0.001 * SHAPE.
 SHAPE = CHAPTER_SHAPE
 Z_EXACT = SHAPE / math.sqrt(float(np.mean(SHAPE * SHAPE)))   # the standardized shape, float64
 Z_LIM = (-2.2, 2.2)
 DTYPES = {"float32": np.float32, "float64": np.float64}
+RAW_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)   # raw panel ticks, as fractions of its current half-height
 
 
 def vector(offset: float, scale: float, dtype: str) -> np.ndarray:
@@ -37,9 +38,33 @@ def standardize(x: np.ndarray) -> tuple[np.ndarray | None, str]:
     return z, ""
 
 
+def _tick_label(v: float) -> str:
+    return f"{v:g}".replace("-", "\u2212")  # the minus sign matplotlib's own tick labels use
+
+
+def _widest_tick_labels() -> list[str]:
+    """Every raw-panel tick label any state can show, widest first (they reserve the labels' space)."""
+    labels = set()
+    for offset in OFFSET_STOPS:
+        for scale in SCALE_STOPS:
+            for dtype in DTYPES:
+                mean = float(mean_var(vector(offset, scale, dtype))[0])
+                half = _half_range(mean, scale)
+                labels.update(_tick_label(t * half) for t in RAW_TICKS)
+    return sorted(labels, key=lambda t: (-len(t), t))
+
+
 def _setup(fig):
     ax_x, ax_z = fig.subplots(1, 2)
     idx = np.arange(SHAPE.size)
+    # The raw panel keeps the fixed limits [-1, 1] and draws the deviations divided by its half-height (a
+    # power of ten times 1, 2 or 5): a limit change would force a full redraw of the figure (constrained
+    # layout and every label, ~10x a blitted frame). Its tick labels are animated texts showing the real
+    # values; the axis' own labels are invisible placeholders, as wide as the widest, that reserve the space.
+    ax_x.set_ylim(-1.0, 1.0)
+    ax_x.set_yticks(RAW_TICKS, labels=[_widest_tick_labels()[0]] * len(RAW_TICKS), color="none")
+    ticks = [ax_x.text(-0.015, t, "", transform=ax_x.get_yaxis_transform(), ha="right", va="center",
+                       fontsize=RC["ytick.labelsize"]) for t in RAW_TICKS]
     band = ax_x.axhspan(-1, 1, color=COLORS["input"], alpha=0.12, lw=0, label="mean ± 1 std")
     ax_x.axhline(0, color=COLORS["input"], lw=1, ls="--", label="mean")
     (raw,) = ax_x.plot(idx, SHAPE, "o-", color=COLORS["input"], label="x_i (labels: stored value)")
@@ -65,11 +90,11 @@ def _setup(fig):
           "Standardized: the same shape every time")
     for ax in (ax_x, ax_z):
         ax.set_xticks(idx)
-    for t in (*tags, mean_txt, span_txt, note):
+    for t in (*tags, *ticks, mean_txt, span_txt, note):
         t.set_in_layout(False)
-    return {"ax_x": ax_x, "band": band, "raw": raw, "tags": tags, "mean_txt": mean_txt, "std_pts": std_pts,
-            "span_bar": span_bar, "span_txt": span_txt, "note": note,
-            "animated": [band, raw, *tags, mean_txt, std_pts, span_bar, span_txt, note]}
+    return {"ax_x": ax_x, "band": band, "raw": raw, "tags": tags, "ticks": ticks, "mean_txt": mean_txt,
+            "std_pts": std_pts, "span_bar": span_bar, "span_txt": span_txt, "note": note,
+            "animated": [band, raw, *tags, *ticks, mean_txt, std_pts, span_bar, span_txt, note]}
 
 
 def _stored(v) -> str:
@@ -89,15 +114,16 @@ def _update(art, offset, scale, dtype):
     mean, var = (float(v) for v in mean_var(x))
     std = math.sqrt(var)
     half = _half_range(mean, float(scale))
-    art["ax_x"].set_ylim(-half, half)
+    for text, t in zip(art["ticks"], RAW_TICKS, strict=True):
+        text.set_text(_tick_label(t * half))
     dev = x.astype(np.float64) - mean
-    art["raw"].set_ydata(dev)
+    art["raw"].set_ydata(dev / half)
     for tag, d, v in zip(art["tags"], dev, x, strict=True):
-        tag.set_y(d)
+        tag.set_y(d / half)
         tag.set_text(_stored(v))
     art["mean_txt"].set_text(f"mean {mean:.7g}, std {std:.4g}")
-    art["band"].set_y(-std)
-    art["band"].set_height(2 * std)
+    art["band"].set_y(-std / half)
+    art["band"].set_height(2 * std / half)
     z, why = standardize(x)
     out = {
         "x as stored": f"{dtype} [" + ", ".join(_stored(v) for v in x) + "]",

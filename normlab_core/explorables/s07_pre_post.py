@@ -141,29 +141,44 @@ FD_H_LO, FD_H_HI = 1e-7, 1e-1
 ERR_LIM = (1e-12, 10.0)
 
 
-@lru_cache(maxsize=256)
-def fd_curves(h: float, dtype: str) -> dict:
-    """{placement: forward-difference sensitivity at depths 1..MAX_DEPTH} with step h in dtype.
+def _fd_pass(x: np.ndarray, steps) -> dict:
+    """{placement: (len(steps), MAX_DEPTH) forward-difference sensitivities} and the steps actually taken.
 
-    Two copies of the stack (x0 and x0 nudged by h in component 0), the two rows of one array, are advanced
-    one layer at a time with run_stack, so a single pass yields every depth.
+    The stack on x0 and on x0 nudged by each step in component 0 (the rows of one array: every row is its
+    own stack) is advanced one layer at a time with run_stack, so one pass yields every step and depth.
     """
-    x = X0.astype(dtype)
-    step = x.dtype.type(h)
-    nudged = x.copy()
-    nudged[0] += step
-    taken = float(nudged[0] - x[0])   # the step actually taken once x0 + h is rounded to dtype
+    steps = np.asarray(steps, dtype=x.dtype)
+    nudged = np.repeat(x[None, :], len(steps), axis=0)
+    nudged[:, 0] += steps
+    taken = [float(t) for t in nudged[:, 0] - x[0]]   # each step as taken once x0 + h is rounded to dtype
     out = {}
     for p in ("pre", "post"):
-        pair = np.stack([x, nudged])
-        sens = np.empty(MAX_DEPTH)
+        rows = np.concatenate([x[None, :], nudged])
+        sens = np.empty((len(steps), MAX_DEPTH))
         for d in range(MAX_DEPTH):
-            pair = run_stack(pair, 1, p)
-            diff = (pair[1] - pair[0]) / step
-            sens[d] = float(np.sqrt(np.sum(diff * diff)))
+            rows = run_stack(rows, 1, p)
+            diff = (rows[1:] - rows[0]) / steps[:, None]
+            sens[:, d] = np.sqrt(np.sum(diff * diff, axis=1))
         out[p] = sens
     out["taken"] = taken
     return out
+
+
+@lru_cache(maxsize=4)
+def _fd_table(dtype: str) -> dict:
+    """fd_curves at every stop of the h slider in one pass (about the cost of one step on its own)."""
+    return _fd_pass(X0.astype(dtype), H_STOPS)
+
+
+@lru_cache(maxsize=256)
+def fd_curves(h: float, dtype: str) -> dict:
+    """{placement: forward-difference sensitivity at depths 1..MAX_DEPTH} with step h in dtype, and the step
+    actually taken ("taken"). The slider's stops come from one shared pass (_fd_table)."""
+    if h in H_STOPS:
+        table, i = _fd_table(dtype), H_STOPS.index(h)
+    else:
+        table, i = _fd_pass(X0.astype(dtype), [h]), 0
+    return {"pre": table["pre"][i], "post": table["post"][i], "taken": table["taken"][i]}
 
 
 def _fd_setup(fig):
