@@ -80,7 +80,7 @@ class Visit:
         self.page.on("requestfailed", self._failed)
         self.page.on("response", self._response)
         self.url = server.base + page_path + ".html"
-        self.page.goto(self.url, wait_until="load")
+        self.page.goto(self.url, wait_until="load", timeout=60000)  # a loaded 2-core CI machine can be slow
 
     def _route(self, route):
         url = route.request.url

@@ -101,7 +101,7 @@ class Reader:
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("request", lambda r: r.url.startswith("http") and self.requests.append(r.url))
         self.url = server.base + page_path + ".html"
-        self.page.goto(self.url, wait_until="load")
+        self.page.goto(self.url, wait_until="load", timeout=60000)  # a loaded 2-core CI machine can be slow
         wait_for_mathjax(self.page)
         self.page.wait_for_load_state("networkidle")
 
