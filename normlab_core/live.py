@@ -5,34 +5,41 @@ Controls are index-based (a SelectionSlider over `control.positions()`, ToggleBu
 options), so the kernel receives exactly the stop the reader picked, never a float rebuilt from a step.
 
 Frames already drawn are kept (CACHE_FRAMES per explorable, shared by its views): going back to a state
-costs no drawing. Once the reader has moved a control, a second thread draws, while idle, the likeliest next
-state (the next stop in the direction of the last move; PREFETCH_MAX states of `neighbours()`), so the next
-move often finds its frame ready; a request always goes before the next state drawn ahead. A frame depends
-only on the values (Explorable.render), so a cached or prefetched frame is the one a fresh draw gives.
-NORMLAB_PREFETCH=0 turns prefetching off (the cache stays): `make bench` measures both.
+costs no drawing. Each frame reaches the browser as one message (FrameView: the PNG as binary, its alt text,
+readouts and state key). Once the reader has moved a control, a second thread draws, while idle, the likeliest
+next states (up to PREFETCH_MAX: the next AHEAD_ALONG stops in the direction of the last move, then the other
+neighbours) and sends them to the browser, which keeps them decoded (BROWSER_KEEP per view, with every frame
+it was shown): a move to a kept state is shown at once, without waiting for the kernel, whose own message
+for that state follows. A request always goes before the states drawn ahead. A frame depends only on the
+values (Explorable.render), so a kept, cached or prefetched frame is the one a fresh draw gives.
+NORMLAB_PREFETCH=0 turns drawing ahead off (the caches stay): `make bench` measures both.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import os
 import re
 import threading
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 
+import anywidget
 import ipywidgets as widgets
+import traitlets
 
 from .controls import Slider
 
 _VIEWS: list = []
 
 CACHE_FRAMES = 64   # frames kept per explorable (a 2x PNG is 40-150 KB)
-# States drawn ahead after each move: only the likeliest next one. The browser, the Jupyter server and the kernel
-# share the CPU; with up to 8 states drawn ahead, frames drawn ahead reached the screen in 85 ms (median) against
-# 69 ms for repeats (scripts/bench_browser.py, 2 cores), so drawing more ahead seems to compete with the frame shown.
-PREFETCH_MAX = 1
+# States drawn ahead (and sent to the browser to keep) after each move: up to PREFETCH_MAX, the next AHEAD_ALONG stops
+# in the direction of the last move first. Measured on 23.3 and 23.4 (scripts/bench_browser.py --only lab, 2 cores,
+# load 2.6-3.8): 1 state ahead gave p90 84 ms from key to painted frame, 2 along 61 ms, 3 along 45 ms.
+PREFETCH_MAX = 3
+AHEAD_ALONG = 3
+BROWSER_KEEP = 48   # frames the browser keeps per view, decoded (live_frame.js); a 2x frame is 1-3 MB decoded
 _FRAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # explorable -> OrderedDict(key -> frame)
 _SHOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # explorable -> keys of frames shown so far
 _FRAMES_LOCK = threading.Lock()
@@ -109,19 +116,32 @@ def views() -> list:
     return list(_VIEWS)
 
 
+# The controls send the index of the stop the reader picked. ipywidgets 8 answers every such change with an
+# "echo" of it, a message the browser must handle before the new frame arrives; these controls skip it (it
+# only matters to a second browser window on the same kernel, whose slider would then lag until the next move).
+class StopSlider(widgets.SelectionSlider):
+    """A SelectionSlider over exact stops whose index changes are not echoed back to the browser."""
+    index = traitlets.Int(help="Selected index").tag(sync=True, echo_update=False)
+
+
+class OptionButtons(widgets.ToggleButtons):
+    """ToggleButtons whose index changes are not echoed back to the browser."""
+    index = traitlets.Int(None, help="Selected index", allow_none=True).tag(sync=True, echo_update=False)
+
+
 def control_widget(name: str, control, label_px: int = 160):
     """The ipywidgets control for a Slider or Choice over its exact positions; its label `label_px` wide."""
     desc = control.label or name
     style = {"description_width": f"{label_px}px"}
     if not isinstance(control, Slider):
         labelled = [(control.format(o), o) for o in control.options]
-        return widgets.ToggleButtons(options=labelled, value=control.value, description=desc,
-                                     style={**style, "button_width": "auto"},
-                                     layout=widgets.Layout(width="auto", max_width="100%", flex_flow="row wrap"))
+        return OptionButtons(options=labelled, value=control.value, description=desc,
+                             style={**style, "button_width": "auto"},
+                             layout=widgets.Layout(width="auto", max_width="100%", flex_flow="row wrap"))
     stops = control.positions()
-    return widgets.SelectionSlider(options=[(control.format(v), v) for v in stops], value=control.value,
-                                   description=desc, style=style, continuous_update=True,
-                                   layout=widgets.Layout(width=f"{label_px + 320}px", max_width="100%"))
+    return StopSlider(options=[(control.format(v), v) for v in stops], value=control.value,
+                      description=desc, style=style, continuous_update=True,
+                      layout=widgets.Layout(width=f"{label_px + 320}px", max_width="100%"))
 
 
 def readouts_html(readouts: dict) -> str:
@@ -172,6 +192,37 @@ _LIVE_CSS = """<style>
 </style>"""
 
 
+class FrameView(anywidget.AnyWidget):
+    """The figure (PNG bytes, drawn at 2x `width` x `height` CSS px), its alt text and the readout rows
+    ([label, text] pairs) of the state `key` (state_key), sent to the browser together as one message with the
+    PNG as binary; `ghost` is readouts_stable's table, which keeps the height steady. `controls` are the control
+    widgets whose stops make up the key: normlab_core/live_frame.js shows a frame it already holds (one shown
+    before, or one sent ahead by `send_ahead`) as soon as they move there, before the kernel answers."""
+    _esm = Path(__file__).with_name("live_frame.js")
+    png = traitlets.Bytes(b"").tag(sync=True)
+    alt = traitlets.Unicode("").tag(sync=True)
+    readouts = traitlets.List([]).tag(sync=True)
+    ghost = traitlets.Unicode("").tag(sync=True)
+    key = traitlets.Unicode("").tag(sync=True)
+    width = traitlets.Int(0).tag(sync=True)
+    height = traitlets.Int(0).tag(sync=True)
+    controls = traitlets.List(traitlets.Instance(widgets.Widget)).tag(sync=True, **widgets.widget_serialization)
+    keep = traitlets.Int(BROWSER_KEEP).tag(sync=True)
+
+    def send_ahead(self, key: str, png: bytes, alt: str, rows: list, ghost: str) -> None:
+        """Give the browser the frame of state `key` to keep, without showing it."""
+        self.send({"method": "ahead", "key": key, "alt": alt, "readouts": rows, "ghost": ghost}, [png])
+
+
+def state_key(explorable, values: dict) -> str:
+    """The state `values` as the browser names it: each control's stop index (type-exact), joined by commas."""
+    out = []
+    for k, c in explorable.controls.items():
+        stops = c.positions()
+        out.append(str(next(i for i, v in enumerate(stops) if v == values[k] and type(v) is type(values[k]))))
+    return ",".join(out)
+
+
 class LiveExplorable(widgets.VBox):
     """Controls, preset buttons, image and readouts of one explorable. Value changes are drawn by a worker
     thread that always takes the latest values, so a burst of slider events draws once or twice, not N times."""
@@ -196,12 +247,13 @@ class LiveExplorable(widgets.VBox):
             self.buttons[label] = b
         width = explorable.css_width
         self._size = (width, round(explorable.size[1] * width / explorable.size[0]))
-        self.image = widgets.HTML(layout=widgets.Layout(max_width=f"{width}px", width="100%"))
-        self.image.add_class("nl-image")
-        self.readout = widgets.HTML()
-        self.readout.add_class("nl-readouts-widget")
+        self.frame = FrameView(width=self._size[0], height=self._size[1], controls=list(self.controls.values()),
+                               layout=widgets.Layout(max_width=f"{width}px", width="100%"))
+        self.frame.add_class("nl-image")
         self.message = widgets.HTML()
         self._variants: dict = {}
+        self._sent: OrderedDict = OrderedDict()   # keys of the frames the browser keeps (state_key), oldest first
+        self._lock = threading.Lock()
         title = widgets.HTML(f"<b>{html.escape(explorable.title)}</b>{_LIVE_CSS}") if explorable.title \
             else widgets.HTML(_LIVE_CSS)
         def wrap():
@@ -210,7 +262,7 @@ class LiveExplorable(widgets.VBox):
         children = [title, widgets.Box(list(self.controls.values()), layout=wrap())]
         if self.buttons:
             children.append(widgets.Box(list(self.buttons.values()), layout=wrap()))
-        children += [self.image, self.readout, self.message]
+        children += [self.frame, self.message]
         super().__init__(children=children, layout=widgets.Layout(max_width="100%"))
         self.add_class("normlab-live")
         self.add_class(f"nl-{slug(explorable.name)}")
@@ -308,19 +360,47 @@ class LiveExplorable(widgets.VBox):
                 if before[k] in stops and v in stops:
                     step = 1 if stops.index(v) >= stops.index(before[k]) else -1
                 break
-        ahead = [n for n in neighbours(self.explorable, values, moved, step) if not is_cached(self.explorable, n)]
+        candidates = []
+        if moved is not None and isinstance(self.explorable.controls[moved], Slider):
+            stops = self.explorable.controls[moved].positions()
+            at = [j for j, v in enumerate(stops) if v == values[moved] and type(v) is type(values[moved])]
+            for d in range(2, AHEAD_ALONG + 1):   # further along the way the reader is going
+                j = at[0] + d * step if at else -1
+                if 0 <= j < len(stops):
+                    candidates.append({**values, moved: stops[j]})
+        near = neighbours(self.explorable, values, moved, step)
+        candidates = near[:1] + candidates + near[1:]
+        ahead = [n for n in candidates if not self._holds(n)]
         return ahead[:PREFETCH_MAX]
 
+    def _holds(self, values: dict) -> bool:
+        """Whether the browser was sent the frame of `values` recently enough to still keep it."""
+        with self._lock:
+            return state_key(self.explorable, values) in self._sent
+
+    def _mark_sent(self, key: str) -> None:
+        with self._lock:
+            self._sent[key] = True
+            self._sent.move_to_end(key)
+            while len(self._sent) > BROWSER_KEEP:
+                self._sent.popitem(last=False)
+
     def _prefetch_one(self, values: dict) -> None:
-        """Draw one state ahead into the frame cache (called with self._cond held; released while drawing).
-        Errors are left for the reader's own draw of that state to show."""
-        if is_cached(self.explorable, values):
+        """Draw one state ahead into the frame cache (unless it is there) and send it to the browser to keep
+        (called with self._cond held; released meanwhile). Errors are left for the reader's own draw of that
+        state to show."""
+        if self._holds(values):
             return
         self._fetching = True
         self._cond.release()
         try:
-            cached_frame(self.explorable, values)
-            self.prefetched += 1
+            (png, readouts, alt), hit = cached_frame(self.explorable, values)
+            self.prefetched += not hit
+            key = state_key(self.explorable, values)
+            with self._lock:
+                ghost = readouts_stable(variants=readout_variants([readouts], into=self._variants))
+            self.frame.send_ahead(key, png, alt, [[str(k), str(v)] for k, v in readouts.items()], ghost)
+            self._mark_sent(key)
         except Exception:  # noqa: BLE001 - shown when the reader goes there
             pass
         finally:
@@ -337,14 +417,17 @@ class LiveExplorable(widgets.VBox):
                 f"{html.escape(repr(values))}: {html.escape(type(err).__name__)}: {html.escape(str(err))}</div>"
             )
             return
-        w, h = self._size
-        src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         self.png = png
-        self.image.value = (f"<img class='nl-frame' src='{src}' width='{w}' height='{h}' "
-                            f"alt='{html.escape(alt, quote=True)}'>")
-        ghost = readouts_stable(variants=readout_variants([readouts], into=self._variants))
-        self.readout.value = (f"<div class='nl-readouts' aria-live='polite'><div class='nl-ghost' aria-hidden='true'>"
-                              f"{ghost}</div><div class='nl-current'>{readouts_html(readouts)}</div></div>")
+        with self._lock:
+            ghost = readouts_stable(variants=readout_variants([readouts], into=self._variants))
+        state = state_key(self.explorable, values)
+        with self.frame.hold_sync():  # one message: picture, alt text and readouts arrive together
+            self.frame.png = png
+            self.frame.alt = alt
+            self.frame.readouts = [[str(k), str(v)] for k, v in readouts.items()]
+            self.frame.ghost = ghost
+            self.frame.key = state
+        self._mark_sent(state)
         self.message.value = ""
         key = _frame_key(values)
         with _FRAMES_LOCK:

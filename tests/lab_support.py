@@ -303,9 +303,10 @@ def plan(exp) -> list[tuple]:
 
 
 def src_key(png: bytes) -> str:
-    """How the test page identifies an image shown as a data: URI of these PNG bytes: the URI's length and
-    its last 48 characters. Those hold the PNG's final CRC, which covers the zlib stream's Adler-32 checksum
-    of all the pixel rows, so two different frames practically never share a key."""
+    """How the test page identifies an image by its PNG bytes (the live widget shows them through a blob: URL;
+    the page reads them back): the length of the equivalent data: URI and its last 48 characters. Those hold
+    the PNG's final CRC, which covers the zlib stream's Adler-32 checksum of all the pixel rows, so two
+    different frames practically never share a key."""
     import base64
 
     src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")

@@ -130,8 +130,9 @@ def test_catalog_names_are_stable_snake_case():
 
 # ---- the live widget ----------------------------------------------------------------------------------------
 def shown_readouts(w) -> str:
-    """The readouts table the live widget shows now (without the hidden table that keeps its height)."""
-    return re.search(r"<div class='nl-current'>(.*)</div></div>$", w.readout.value, re.S).group(1)
+    """The readouts table the live widget shows now (without the hidden table that keeps its height), as
+    normlab_core/live_frame.js builds it from the rows the kernel sent (the same table as readouts_html)."""
+    return readouts_html(dict(w.frame.readouts))
 
 
 def other_widget_values(widget) -> list:
@@ -413,7 +414,7 @@ def test_adjacent_stops_are_not_dead(name):
 
 # ---- live face: exact values, presets, alt text ------------------------------------------------------------
 def live_image_alt(w) -> str:
-    return html.unescape(re.search(r"alt='([^']*)'", w.image.value).group(1))
+    return w.frame.alt
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -465,9 +466,81 @@ def test_live_view_classes_size_and_registry(no_thread_errors):
         exp.live(a=0.5)  # in range, but not a stop the controls can show
     width = int.from_bytes(first.png[16:20], "big")  # PNG IHDR
     assert width == 2 * exp.css_width
-    assert f"width='{exp.css_width}'" in first.image.value
-    # the readouts keep the height of the largest table shown so far
-    assert "nl-ghost" in first.readout.value and "aria-live='polite'" in first.readout.value
+    assert first.frame.png == first.png
+    assert (first.frame.width, first.frame.height) == (exp.css_width, round(exp.size[1] * exp.css_width / exp.size[0]))
+    assert first.frame.layout.max_width == f"{exp.css_width}px"
+    # the readouts keep the height of the largest table shown so far: the hidden table holds every row label
+    # shown and every text shape of each (digits written as 0)
+    assert "<table class='normlab-readouts'>" in first.frame.ghost
+    for label, text in first.frame.readouts:
+        assert html.escape(label) in first.frame.ghost
+        assert html.escape(re.sub("[0-9]", "0", text)) in first.frame.ghost
+
+
+def test_live_frame_is_one_message_with_the_png_as_binary(no_thread_errors):
+    """A new frame reaches the browser as one comm message: PNG bytes as a binary buffer, alt text and readouts
+    in its state; and moving a control is not echoed back (ipywidgets' echo_update)."""
+    exp = _toy({})
+    w = exp.live()
+    sent = []
+    w.frame._send = lambda msg, buffers=None: sent.append((msg, buffers))
+    w.controls["a"].index = 3   # 0.7 (the default is 0.2)
+    assert w.wait()
+    frames = [(m, b) for m, b in sent if m.get("method") == "update"]
+    assert len(frames) == 1, sent
+    msg, buffers = frames[0]
+    assert msg["buffer_paths"] == [["png"]] and bytes(buffers[0]) == w.png
+    assert msg["state"]["key"] == "3,0"   # the stop index of each control: a = 0.7, mode = flat
+    assert msg["state"]["alt"] == exp.alt(**w.drawn)
+    assert msg["state"]["readouts"] == [[str(k), str(v)] for k, v in exp.render(**w.drawn)[1].items()]
+    echoed = []
+    w.controls["a"]._send = lambda msg, buffers=None: echoed.append(msg)
+    w.controls["a"].set_state({"index": 1})   # what a message from the browser does
+    assert w.wait()
+    assert not [m for m in echoed if m.get("method") == "echo_update"], echoed
+    assert w.drawn["a"] == exp.controls["a"].positions()[1]
+
+
+def test_live_view_sends_the_likeliest_next_frame_ahead(no_thread_errors, monkeypatch):
+    """After a move, the kernel sends the browser the frame one more stop along (a custom message the browser
+    keeps, live_frame.js): exactly the frame a fresh render gives, keyed by the control indices; never a frame
+    it sent before; nothing with NORMLAB_PREFETCH=0."""
+    exp = _toy({})
+    w = exp.live()
+    ahead = []
+    w.frame._send = lambda msg, buffers=None: ahead.append((msg, buffers)) if msg.get("method") == "custom" else None
+    w.controls["a"].index = 1   # 0.2 -> 0.1: moving down, so the likeliest next state is a = 0.0
+    assert w.wait(ahead=True)
+    # then mode "tilted"; a = 0.2 (back up) is not sent again: the browser was shown it
+    assert [m["content"]["key"] for m, _ in ahead] == ["0,0", "1,1"], ahead
+    for (msg, buffers), state in zip(ahead, [{"a": 0.0, "mode": "flat"}, {"a": 0.1, "mode": "tilted"}], strict=True):
+        content = msg["content"]
+        assert content["method"] == "ahead"
+        png, readouts = exp.render(**state)
+        assert bytes(buffers[0]) == png
+        assert content["readouts"] == [[str(k), str(v)] for k, v in readouts.items()]
+        assert content["alt"] == exp.alt(**state)
+    w.controls["a"].index = 0   # the frame sent ahead; the next one down does not exist, back up was shown
+    assert w.wait(ahead=True)
+    w.controls["a"].index = 1
+    assert w.wait(ahead=True)
+    keys = [m["content"]["key"] for m, _ in ahead]
+    assert len(keys) == len(set(keys)), keys
+
+    up = exp.live(a=0.0)
+    sent_up = []
+    up.frame._send = lambda msg, buffers=None: sent_up.append(msg) if msg.get("method") == "custom" else None
+    up.controls["a"].index = 1   # moving up: the next two stops first (0.2, 0.7), then the other control
+    assert up.wait(ahead=True)
+    assert [m["content"]["key"] for m in sent_up] == ["2,0", "3,0", "1,1"]
+
+    monkeypatch.setenv("NORMLAB_PREFETCH", "0")
+    quiet = exp.live()
+    sent = []
+    quiet.frame._send = lambda msg, buffers=None: sent.append(msg)
+    quiet.controls["a"].index = 1
+    assert quiet.wait(ahead=True)
+    assert [m for m in sent if m.get("method") == "custom"] == []
 
 
 # ---- static face --------------------------------------------------------------------------------------------

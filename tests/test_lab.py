@@ -66,12 +66,25 @@ PNG_OF = "import base64, normlab_core.live as L; print(base64.b64encode(L.views(
 # another one can differ in the anti-aliasing of a few glyphs (blitting over a cached background).
 PIXEL_TOLERANCE = 0.002
 
-# What one explorable's widget shows: the image (length and tail of its src: see lab_support.src_key), the
-# visible readouts table (not the hidden one that keeps the height steady), each control's value label,
-# the alt text, the widget's text, and the image's bitmap and display widths.
-JS_STATE = """(root) => {
+# What one explorable's widget shows: the image (the PNG bytes behind its blob: URL, keyed as
+# lab_support.src_key does), the visible readouts table (not the hidden one that keeps the height steady), each
+# control's value label, the alt text, the widget's text, and the image's bitmap and display widths.
+JS_STATE = """async (root) => {
   const img = root.querySelector('img.nl-frame') || root.querySelector('img');
-  const src = img ? img.src : '';
+  const url = img ? img.src : '';
+  window.__nlKeys = window.__nlKeys || new Map();
+  if (url && !window.__nlKeys.has(url)) {
+    let key = 'unreadable:' + url;
+    try {
+      const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
+      let bin = '';
+      for (let i = 0; i < bytes.length; i += 8192) bin += String.fromCharCode(...bytes.subarray(i, i + 8192));
+      const data = 'data:image/png;base64,' + btoa(bin);
+      key = data.length + ':' + data.slice(-48);
+    } catch (err) { /* a revoked URL: the image was replaced meanwhile */ }
+    window.__nlKeys.set(url, key);
+  }
+  const src = url ? window.__nlKeys.get(url) : '';
   const table = root.querySelector('.nl-current table') || root.querySelector('table');
   const rows = table ? Array.from(table.querySelectorAll('tr')).map(tr => [
       (tr.querySelector('th') || {}).textContent, (tr.querySelector('td') || {}).textContent]) : [];
@@ -84,7 +97,7 @@ JS_STATE = """(root) => {
       const r = el.querySelector('.widget-readout');
       return r ? r.textContent.trim() : null;
     });
-  return {src: src.length + ':' + src.slice(-48), alt: img ? img.alt : null, readouts: rows, controls,
+  return {src, alt: img ? img.alt : null, readouts: rows, controls,
           text: root.textContent, natural: img ? img.naturalWidth : 0,
           shown: img ? img.getBoundingClientRect().width : 0};
 }"""
@@ -97,10 +110,10 @@ JS_STEP = f"""async ([root, want, code, timeout, before, changes]) => {{
     JSON.stringify(s.readouts) === JSON.stringify(want.readouts) &&
     JSON.stringify(s.controls) === JSON.stringify(want.controls);
   const t0 = performance.now();
-  let s = state(root);
+  let s = await state(root);
   while (!same(s) && performance.now() - t0 < timeout) {{
     await new Promise(r => setTimeout(r, 15));
-    s = state(root);
+    s = await state(root);
   }}
   const k = await ({JS_KERNEL_EXEC})(code);
   return {{s, k}};
