@@ -239,13 +239,18 @@ WAIT_FOR_FRAME = f"""(root) => new Promise((ok, fail) => {{
 }})"""
 
 
-def explorable_pages() -> list[str]:
-    """Section pages that show at least one static explorable (read from the built HTML; [] before a build)."""
+def explorable_counts() -> dict[str, int]:
+    """How many static explorables each section page shows (read from the built HTML; {} before a build)."""
     from browser_support import SITE
 
     # the element's class attribute, not the bare name (23.10's text mentions the name without showing one)
-    return [p for p in SECTION_PAGES if (SITE / f"{p}.html").is_file()
-            and 'class="normlab-explorable' in (SITE / f"{p}.html").read_text(encoding="utf-8")]
+    return {p: (SITE / f"{p}.html").read_text(encoding="utf-8").count('class="normlab-explorable')
+            for p in SECTION_PAGES if (SITE / f"{p}.html").is_file()}
+
+
+def explorable_pages() -> list[str]:
+    """Section pages that show at least one static explorable (read from the built HTML; [] before a build)."""
+    return [p for p, n in explorable_counts().items() if n]
 
 
 class Expected:

@@ -42,6 +42,7 @@ from test_browser import (
     check_first_load_of_explorables,
     check_images,
     check_math,
+    explorable_counts,
     explorable_pages,
     fit_problems,
     solution_problems,
@@ -165,9 +166,11 @@ def test_scan_sees_tex_when_mathjax_does_not_run(browser, server, site):
 
 # -- per page at 1280 px: everything a page is checked for, on one load -------------------------------
 EXPLORABLE_PAGES = explorable_pages()
+# the pages with the most explorables take longest (check_combinations): dealt to the xdist workers first
+BY_EXPLORABLES = sorted(PAGES, key=lambda p: -explorable_counts().get(p, 0))
 
 
-@pytest.mark.parametrize("page_path", PAGES)
+@pytest.mark.parametrize("page_path", BY_EXPLORABLES)
 def test_page_on_a_laptop(reader, site, page_path):
     """One load of the page at 1280x900 (light mode) serves every desktop check, in this order:
     - what the first load fetched: within FIRST_LOAD_LIMIT; at most one frame per explorable and the page's own
