@@ -184,6 +184,8 @@ def test_page_on_a_laptop(reader, site, page_path):
       images and frames within 3 MB;
     - random moves and every preset show Python's readouts, labels, alt text and frame
       (test_browser.check_combinations);
+    - then the checks that click or change the page (INTERACTIONS): 23.4's sidebar toggle, the contrast scan
+      itself on the landing page;
     - and all along: no console or page error, no failed request, no HTTP error, no request to another host."""
     assert (site / f"{page_path}.html").is_file(), f"{page_path}.html was not built; is it in _toc.yml?"
     r = reader(page_path)
@@ -221,6 +223,7 @@ def test_page_on_a_laptop(reader, site, page_path):
         problems.append(f"page with its images and frames is {own / 2**20:.2f} MB (limit 3 MB)")
     if page_path in EXPLORABLE_PAGES:
         check_combinations(r, page_path)
+    problems += interactions(r, page_path, phone=False)
     problems += r.all_problems
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
 
@@ -282,7 +285,8 @@ OVERFLOW = """() => {
 def test_page_on_a_phone(reader, page_path):
     """One load at 390x844 (a touch screen): every explorable fits (test_browser.fit_problems); then, with the
     page's figures loaded, the page is no wider than the screen (wide tables and code scroll in their own box);
-    the landing page has one search box; no console or page error, no request to another host."""
+    the landing page has one search box; then the checks that tap or open things (INTERACTIONS: 23.4's figure
+    zoom and sidebar drawer, 23.8's page-contents list); no console or page error, no request to another host."""
     r = reader(page_path, viewport=PHONE, phone=True)
     problems = fit_problems(r.page, PHONE["width"], PHONE["height"])
     copy = page_path.replace("/", "__") + "__390.png" if page_path in EXPLORABLE_PAGES else None
@@ -293,6 +297,7 @@ def test_page_on_a_phone(reader, page_path):
                         f"{state['count']} element(s) stick out: {state['wide']}")
     if page_path == "book/intro":
         problems += search_box_problems(r.page)
+    problems += interactions(r, page_path, phone=True)
     problems += r.problems
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
 
@@ -302,11 +307,12 @@ VISIBLE_TOGGLE = "button.primary-toggle:visible"
 TOC_LINK = "nav.bd-docs-nav a.reference.internal:visible"
 
 
-@pytest.mark.parametrize("size", ["1280x900", "390x844"])
-def test_sidebar_toggle_opens_and_closes_the_toc(reader, size):
+def sidebar_toggle_opens_and_closes_the_toc(r, phone: bool) -> None:
+    """On 23.4 open in `r` (run by test_page_on_a_laptop and test_page_on_a_phone, after their checks): the
+    one visible sidebar toggle closes and reopens the table of contents (desktop), or opens it as a drawer
+    that Escape closes and the toggle opens again (phone)."""
     page_path = "notebooks/04_layer_norm"
-    phone = size == "390x844"
-    r = reader(page_path, viewport=PHONE if phone else DESKTOP, phone=phone)
+    size = "390x844" if phone else "1280x900"
     p = r.page
     toggles = p.locator(VISIBLE_TOGGLE)
     assert toggles.count() == 1, f"expected one visible 'toggle primary sidebar' button, found {toggles.count()}"
@@ -336,7 +342,6 @@ def test_sidebar_toggle_opens_and_closes_the_toc(reader, size):
         assert p.locator(TOC_LINK).count() >= 10, "the toggle did not reopen the table of contents"
     else:
         assert after_two >= 10, f"the second click did not reopen the table of contents ({after_two} links)"
-    assert not r.problems, "\n".join(r.problems)
 
 
 FOCUSED_TOC = """() => { const a = document.activeElement;
@@ -390,9 +395,9 @@ def test_contents_list_is_one_tab_stop_that_arrow_keys_move_in(reader, size):
     assert not r.problems, "\n".join(r.problems)
 
 
-def test_phone_page_contents_toggle_opens(reader):
-    """The 'on this page' button opens the page's section list on a phone."""
-    r = reader("notebooks/08_backward", viewport=PHONE, phone=True)
+def phone_page_contents_toggle_opens(r, phone: bool = True) -> None:
+    """The 'on this page' button opens the page's section list on a phone (23.8 open in `r`, run by
+    test_page_on_a_phone after its checks)."""
     p = r.page
     toggle = p.locator("button.secondary-toggle:visible")
     assert toggle.count() == 1, f"expected one visible 'page contents' button, found {toggle.count()}"
@@ -404,10 +409,21 @@ def test_phone_page_contents_toggle_opens(reader):
     p.keyboard.press("Escape")
     p.wait_for_timeout(300)
     assert p.locator(links).count() == 0
-    assert not r.problems, "\n".join(r.problems)
 
 
 SEARCH_BOXES = "input[type=search]:visible, input[name=q]:visible, button.search-button__button:visible"
+
+
+def interactions(r, page_path: str, phone: bool) -> list[str]:
+    """The checks that click, tap or change a page, run on the page tests' load after everything else
+    (INTERACTIONS); each one's failed assertion becomes a problem of the page."""
+    problems = []
+    for check in INTERACTIONS[phone].get(page_path, []):
+        try:
+            check(r, phone=phone)
+        except AssertionError as e:
+            problems.append(f"{check.__name__}: {e}")
+    return problems
 
 
 def search_box_problems(page) -> list[str]:
@@ -527,15 +543,15 @@ def contrast_problems(page, page_path: str, mode: str) -> list[str]:
 @pytest.mark.parametrize("page_path", CONTRAST_PAGES)
 def test_text_contrast_in_dark_mode(reader, page_path):
     """Body text, links, captions, readouts and footer reach 4.5:1 against what is behind them in dark
-    mode (light mode is checked on every page by test_desktop_page_reads_cleanly)."""
+    mode (light mode is checked on every page by test_page_on_a_laptop)."""
     r = reader(page_path, dark=True)
     problems = contrast_problems(r.page, page_path, "dark")
     assert not problems, "\n".join(problems)
 
 
-def test_contrast_scan_catches_low_contrast(reader):
-    """The scan itself: grey text on white is reported."""
-    r = reader("book/intro")
+def contrast_scan_catches_low_contrast(r, phone: bool = False) -> None:
+    """The scan itself: grey text on white is reported (the landing page open in `r`, run by
+    test_page_on_a_laptop after its checks: it greys a paragraph)."""
     r.page.evaluate("() => document.querySelector('article p').style.color = '#aaaaaa'")
     problems = contrast_problems(r.page, "book/intro", "light")
     assert problems and "body text" in problems[0], problems
@@ -587,8 +603,9 @@ def test_every_figure_can_be_seen_at_full_size(site):
     assert figures >= 5, f"only {figures} figures found in the whole site"
 
 
-def test_tapping_a_figure_on_a_phone_shows_it_at_full_size(reader):
-    r = reader("notebooks/04_layer_norm", viewport=PHONE, phone=True)
+def tapping_a_figure_on_a_phone_shows_it_at_full_size(r, phone: bool = True) -> None:
+    """On 23.4 open in `r` at 390x844 (run by test_page_on_a_phone after its checks): tapping a figure opens
+    it at its full size in a dialog that Escape or a tap closes."""
     p = r.page
     frame = p.locator("img.nl-frame").first
     frame.scroll_into_view_if_needed()
@@ -611,7 +628,6 @@ def test_tapping_a_figure_on_a_phone_shows_it_at_full_size(reader):
     p.locator("dialog#nl-zoom-dialog").tap(position={"x": 40, "y": 400})
     p.wait_for_timeout(200)
     assert p.locator("dialog#nl-zoom-dialog[open]").count() == 0, "a tap did not close the zoomed figure"
-    assert not r.problems, "\n".join(r.problems)
 
 
 def test_footer_states_the_licences(site):
@@ -623,3 +639,13 @@ def test_footer_states_the_licences(site):
         assert "CC BY 4.0" in footer and "creativecommons.org/licenses/by/4.0/" in footer, \
             f"{page_path}: footer does not state CC BY 4.0 for the text and figures"
         assert "MIT" in footer, f"{page_path}: footer does not state the MIT licence for the code"
+
+
+# Checks that interact with a page, run at the end of the page tests on their load: {phone: {page: checks}}.
+INTERACTIONS = {
+    False: {"notebooks/04_layer_norm": [sidebar_toggle_opens_and_closes_the_toc],
+            "book/intro": [contrast_scan_catches_low_contrast]},
+    True: {"notebooks/04_layer_norm": [tapping_a_figure_on_a_phone_shows_it_at_full_size,
+                                       sidebar_toggle_opens_and_closes_the_toc],
+           "notebooks/08_backward": [phone_page_contents_toggle_opens]},
+}
