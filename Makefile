@@ -61,13 +61,13 @@ test-browser: $(STAMP)
 test-lab: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/pytest tests -m lab
 
-# Everything CI checks: lint, test-unit, test-notebooks, test-book (book, then test-browser) and test-lab.
-# Stages that leave a core idle run side by side (-O keeps each one's output together): the unit tests and nbval
-# while the book builds (its notebooks run one cell at a time in one kernel), then the browser and JupyterLab
-# tests (both mostly wait for Chromium and for kernels).
+# Everything CI checks: lint, then test-unit, test-notebooks, test-lab and test-book (book, then test-browser), all
+# side by side (-O keeps each one's output together). None of them keeps the two cores busy alone: the book runs
+# its notebooks one cell at a time in one kernel, the JupyterLab test (which needs no built site) and the browser
+# tests mostly wait for Chromium and kernels; the unit tests and nbval fill the gaps. The browser tests start as
+# soon as the book is built.
 test: lint
-	$(MAKE) --no-print-directory -j3 -Otarget test-unit test-notebooks book
-	$(MAKE) --no-print-directory -j2 -Otarget test-browser test-lab
+	$(MAKE) --no-print-directory -j4 -Otarget test-unit test-notebooks test-lab test-book
 
 test-determinism: $(STAMP)
 	for run in 1 2 3; do MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS) || exit 1; done

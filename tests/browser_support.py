@@ -157,3 +157,109 @@ def _write_section(report: Path, title: str, lines: list[str]) -> Path:
     text = "\n".join(kept + ([""] if kept else []) + [head, *lines]) + "\n"
     report.write_text(text, encoding="utf-8")
     return report
+
+
+# -- one page in a browser: what the browser tests share ---------------------------------------------
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def launch(playwright):
+    """Debian's chromium, headless, through a running Playwright."""
+    return playwright.chromium.launch(executable_path=chromium_or_skip(), args=CHROMIUM_ARGS, headless=True)
+
+
+def wait_for_mathjax(page) -> None:
+    """Return once MathJax (when the page loads it) has processed its whole queue."""
+    page.evaluate("""() => new Promise(resolve => {
+      if (!document.querySelector('script[src*="mathjax/MathJax.js"]')) { resolve(false); return; }
+      const started = Date.now();
+      const poll = () => {
+        if (window.MathJax && MathJax.isReady && MathJax.Hub) { MathJax.Hub.Queue(() => resolve(true)); return; }
+        if (Date.now() - started > 20000) { resolve(false); return; }
+        setTimeout(poll, 50);
+      };
+      poll();
+    })""")
+
+
+class Tab:
+    """One page of the served site in a fresh browser context, with everything that went wrong while loading.
+
+    `problems`: console errors, page errors and blocked requests to other hosts; `network_problems`: failed
+    local requests and HTTP errors (tests that read the page as loaded check both: `all_problems`).
+    `requests` lists the http URLs requested (first-load weight), `urls` the responses (page size).
+    With `settle` the page is also given time to finish: MathJax's queue, then no network for 500 ms."""
+
+    def __init__(self, browser, server, site: Path, page_path: str, viewport=DESKTOP, dark=False, phone=False,
+                 settle=True):
+        self.server, self.site = server, site
+        opts = {"viewport": viewport, "color_scheme": "dark" if dark else "light"}
+        if phone:
+            opts.update(is_mobile=True, has_touch=True, device_scale_factor=1)
+        self.context = browser.new_context(**opts)
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.network_problems: list[str] = []
+        self.requests: list[str] = []
+        self.urls: list[str] = []
+        self.page.route("**/*", self._route)
+        self.page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text}"))
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("request", lambda r: r.url.startswith("http") and self.requests.append(r.url))
+        self.page.on("requestfailed", self._failed)
+        self.page.on("response", self._response)
+        self.url = server.base + page_path + ".html"
+        self.page.goto(self.url, wait_until="load", timeout=60000)  # a loaded 2-core CI machine can be slow
+        if settle:
+            wait_for_mathjax(self.page)
+            self.page.wait_for_load_state("networkidle")
+
+    @property
+    def all_problems(self) -> list[str]:
+        return self.problems + self.network_problems
+
+    def _route(self, route):
+        url = route.request.url
+        if self.server.is_local(url):
+            route.continue_()
+        else:
+            self.problems.append(f"blocked request to another host: {url}")
+            route.abort()
+
+    def _failed(self, request):
+        if self.server.is_local(request.url):
+            self.network_problems.append(f"request failed: {request.url} ({request.failure})")
+
+    def _response(self, response):
+        self.urls.append(response.url)
+        if response.status >= 400:
+            self.network_problems.append(f"HTTP {response.status} for {response.url}")
+
+    def first_load(self) -> tuple[int, int]:
+        """(bytes, requests) of everything requested so far (files as served, each URL once)."""
+        urls = list(dict.fromkeys(self.requests))
+        total = 0
+        for url in urls:
+            path = self.server.local_file(url, self.site)
+            if path is not None:
+                total += path.stat().st_size
+        return total, len(urls)
+
+    def sizes(self) -> tuple[int, int]:
+        """(bytes of the page and its own images/frames, bytes of shared theme/MathJax files under _static),
+        of the responses so far."""
+        own = shared = 0
+        for url in dict.fromkeys(self.urls):
+            path = self.server.local_file(url, self.site)
+            if path is None:
+                continue
+            rel = path.relative_to(self.site).as_posix()
+            if rel.startswith("_static/"):
+                shared += path.stat().st_size
+            else:
+                own += path.stat().st_size
+        return own, shared
+
+    def close(self):
+        self.context.close()

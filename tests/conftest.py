@@ -7,8 +7,9 @@ session-scoped fixtures are built once per group:
 - SPLIT files (independent, slow, parametrized tests with nothing expensive shared between them) are cut into
   a few groups by test id, or into one group per test (None), so that the workers finish at about the same
   time. The browser tests mostly wait (for Chromium, page loads, MathJax), so `make test-browser` runs them on
-  more workers than there are cores; each worker starts its own Chromium and server (module fixtures), and the
-  reports they write into _build/screenshots/report.txt are merged row by row (browser_support).
+  more workers than there are cores; each worker starts one Chromium and one server for all its tests (the
+  session fixtures below), and the reports they write into _build/screenshots/report.txt are merged row by
+  row (browser_support).
 
 Groups are handed out in collection order (`--no-loadscope-reorder`); the slowest groups are collected first
 (FIRST), so that no long group starts last.
@@ -31,10 +32,9 @@ SPLIT = {
     "test_explore.py": 3,
 }
 # Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
-SLOWEST = ["test_explorables_combine_controls_and_presets", "test_desktop_page_reads_cleanly", "test_page_in_browser",
-           "test_phone_page_fits_the_screen"]
+SLOWEST = ["test_page_on_a_laptop", "test_page_on_a_phone"]
 FIRST = ["test_grading_exchange.py", "test_grading_pipeline.py", "test_assignments.py", "test_explorable_content.py",
-         "test_explore.py", "test_browser.py", "test_site_reading.py"]
+         "test_explore.py", "test_site_reading.py", "test_browser.py"]
 
 
 def group(nodeid: str) -> str:
@@ -69,3 +69,64 @@ def pytest_collection_modifyitems(config, items):
     slow = {name: i for i, name in enumerate(SLOWEST)}
     items.sort(key=lambda item: (rank.get(item.path.name, len(FIRST)),  # stable: pytest's order within a rank
                                  slow.get(getattr(item, "originalname", item.name), len(SLOWEST))))
+
+
+# -- the browser tests' fixtures (tests/test_browser.py, tests/test_site_reading.py) ------------------------------
+# One site server and one Chromium per test process (an xdist worker), whichever modules its tests come from.
+@pytest.fixture(scope="session")
+def site():
+    from browser_support import require_site
+
+    return require_site()
+
+
+@pytest.fixture(scope="session")
+def server(site):
+    from browser_support import SiteServer
+
+    with SiteServer(site) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from browser_support import chromium_or_skip, launch
+
+    chromium_or_skip()  # before importing playwright: skip (or fail) with the reason when there is no browser
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch(pw)
+        yield b
+        b.close()
+
+
+def _tab_opener(browser, server, site, **defaults):
+    from browser_support import Tab
+
+    opened = []
+
+    def _open(page_path: str, **kw):
+        tab = Tab(browser, server, site, page_path, **{**defaults, **kw})
+        opened.append(tab)
+        return tab
+
+    return _open, opened
+
+
+@pytest.fixture
+def reader(browser, server, site):
+    """Open a page (viewport, dark, phone as keywords) and let it settle: MathJax done, network idle."""
+    _open, opened = _tab_opener(browser, server, site)
+    yield _open
+    for tab in opened:
+        tab.close()
+
+
+@pytest.fixture
+def visit(browser, server, site):
+    """Open a page at 1280x900 and return once it has fired `load` (for tests that wait for what they need)."""
+    _open, opened = _tab_opener(browser, server, site, settle=False)
+    yield _open
+    for tab in opened:
+        tab.close()

@@ -1,11 +1,15 @@
-"""The published book in a real browser (Debian's chromium through Playwright).
+"""The published book in a real browser (Debian's chromium through Playwright): the checks of a page and
+of its explorables, and the tests of what they cannot see on one page load.
 
-Reads the site `make book` built in _build/html, serves it on 127.0.0.1 and opens every page of
-_toc.yml. Each page must load with no console error, no failed request and no request to another
-host (those are blocked and reported); equations must be typeset by the site's own MathJax; every
-static slider must change the frame and its value label; the page with its images and frames must
-stay under 3 MB; the exercises page must not show solutions. One screenshot per page is kept in
-_build/screenshots/ for review, with a sizes report in _build/screenshots/report.txt.
+Reads the site `make book` built in _build/html, served on 127.0.0.1 (conftest.py: one server and one
+Chromium per test process). Every page of _toc.yml is opened once at 1280x900 by
+tests/test_site_reading.py::test_page_on_a_laptop, which runs the checks defined here: each page must load
+with no console error, no failed request and no request to another host (those are blocked and
+reported); equations must be typeset by the site's own MathJax (check_math); images have alt text
+(check_images); every static slider must change the frame and its value label (check_controls); the page
+with its images and frames must stay under 3 MB; the exercises page must not show solutions
+(solution_problems); explorables fit a phone and a laptop (fit_problems) and their controls and presets
+show what Python draws (check_combinations). A sizes report goes to _build/screenshots/report.txt.
 """
 
 from __future__ import annotations
@@ -16,17 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_support import (
-    CHROMIUM_ARGS,
-    PAGE_LIMIT,
-    ROOT,
-    SCREENSHOTS,
-    SiteServer,
-    chromium_or_skip,
-    require_site,
-    toc_pages,
-    write_report_section,
-)
+from browser_support import ROOT, Tab, toc_pages
 
 pytestmark = pytest.mark.browser
 
@@ -34,101 +28,6 @@ PAGES = toc_pages()
 SECTION_PAGES = [p for p in PAGES if p.startswith("notebooks/")]
 EXERCISES = "notebooks/10_exercises"
 REPORT: dict[str, dict] = {}
-
-
-@pytest.fixture(scope="module")
-def site() -> Path:
-    return require_site()
-
-
-@pytest.fixture(scope="module")
-def server(site):
-    with SiteServer(site) as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = chromium_or_skip()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
-    if REPORT:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        lines = [f"{'page':40s} {'own MB':>7s} {'shared MB':>9s} {'explorables':>11s} {'sliders':>7s} {'math':>5s}"]
-        for name, r in REPORT.items():
-            lines.append(f"{name:40s} {r['own'] / 2**20:7.2f} {r['shared'] / 2**20:9.2f} "
-                         f"{r['explorables']:11d} {r['sliders']:7d} {r['math']:5d}")
-        write_report_section("Page sizes and explorables", lines, rows=PAGES)
-
-
-class Visit:
-    """One page opened in a fresh browser context, with everything that went wrong while loading."""
-
-    def __init__(self, browser, server, site: Path, page_path: str):
-        self.server, self.site = server, site
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        self.page = self.context.new_page()
-        self.problems: list[str] = []
-        self.urls: list[str] = []
-        self.page.route("**/*", self._route)
-        self.page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text}"))
-        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        self.page.on("requestfailed", self._failed)
-        self.page.on("response", self._response)
-        self.url = server.base + page_path + ".html"
-        self.page.goto(self.url, wait_until="load", timeout=60000)  # a loaded 2-core CI machine can be slow
-
-    def _route(self, route):
-        url = route.request.url
-        if self.server.is_local(url):
-            route.continue_()
-        else:
-            self.problems.append(f"blocked request to another host: {url}")
-            route.abort()
-
-    def _failed(self, request):
-        if self.server.is_local(request.url):
-            self.problems.append(f"request failed: {request.url} ({request.failure})")
-
-    def _response(self, response):
-        self.urls.append(response.url)
-        if response.status >= 400:
-            self.problems.append(f"HTTP {response.status} for {response.url}")
-
-    def sizes(self) -> tuple[int, int]:
-        """(bytes of the page and its own images/frames, bytes of shared theme/MathJax files under _static)."""
-        own = shared = 0
-        for url in dict.fromkeys(self.urls):
-            path = self.server.local_file(url, self.site)
-            if path is None:
-                continue
-            rel = path.relative_to(self.site).as_posix()
-            if rel.startswith("_static/"):
-                shared += path.stat().st_size
-            else:
-                own += path.stat().st_size
-        return own, shared
-
-    def close(self):
-        self.context.close()
-
-
-@pytest.fixture
-def visit(browser, server, site):
-    opened = []
-
-    def _open(page_path: str) -> Visit:
-        v = Visit(browser, server, site, page_path)
-        opened.append(v)
-        return v
-
-    yield _open
-    for v in opened:
-        v.close()
 
 
 # -- typesetting --------------------------------------------------------------------------------
@@ -151,7 +50,7 @@ MATH_STATE = """() => {
 }"""
 
 
-def check_math(v: Visit) -> int:
+def check_math(v: Tab) -> int:
     count = v.page.evaluate("() => document.querySelectorAll('span.math.notranslate, div.math.notranslate').length")
     if not count:
         return 0
@@ -181,7 +80,7 @@ FRAME_STATE = """(root) => ({
 OUTPUT_TEXT = "el => { const o = el.parentElement.querySelector('output'); return o && o.textContent; }"
 
 
-def check_controls(v: Visit) -> tuple[int, int]:
+def check_controls(v: Tab) -> tuple[int, int]:
     """Move every slider one step with the keyboard (and pick another option of every select):
     the frame or the readouts must change, the frame must still load, and a slider's value label must change."""
     roots = v.page.locator(".normlab-explorable")
@@ -234,7 +133,7 @@ def check_controls(v: Visit) -> tuple[int, int]:
     return roots.count(), n_sliders
 
 
-def check_images(v: Visit) -> None:
+def check_images(v: Tab) -> None:
     bad = v.page.evaluate("""() => Array.from(document.querySelectorAll('article img, main img'))
         .filter(img => { const a = (img.getAttribute('alt') || '').trim();
                          return !a || /\\.(png|svg|jpe?g|gif)$/i.test(a); })
@@ -244,12 +143,6 @@ def check_images(v: Visit) -> None:
     h1 = v.page.evaluate("() => Array.from(document.querySelectorAll('article h1')).map(h => h.textContent.trim())")
     if len(h1) != 1:
         v.problems.append(f"expected exactly one <h1> heading in the article, found {h1}")
-
-
-def screenshot(v: Visit, page_path: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    v.page.evaluate("() => window.scrollTo(0, 0)")
-    v.page.screenshot(path=str(SCREENSHOTS / (page_path.replace("/", "__") + ".png")), full_page=True)
 
 
 # -- the tests ----------------------------------------------------------------------------------
@@ -264,22 +157,7 @@ def test_index_leads_to_the_landing_page(visit):
     v = visit("index")
     v.page.wait_for_url(re.compile(r"book/intro\.html$"), timeout=10000)
     assert v.page.locator("article h1").first.inner_text().strip().startswith("normlab")
-    assert not v.problems, "\n".join(v.problems)
-
-
-@pytest.mark.parametrize("page_path", PAGES)
-def test_page_in_browser(visit, site, page_path):
-    assert (site / f"{page_path}.html").is_file(), f"{page_path}.html was not built; is it in _toc.yml?"
-    v = visit(page_path)
-    n_math = check_math(v)
-    check_images(v)
-    screenshot(v, page_path)  # before the sliders move: the page as a reader first sees it
-    n_exp, n_sliders = check_controls(v)
-    own, shared = v.sizes()
-    REPORT[page_path] = {"own": own, "shared": shared, "explorables": n_exp, "sliders": n_sliders, "math": n_math}
-    if own > PAGE_LIMIT:
-        v.problems.append(f"page with its images and frames is {own / 2**20:.2f} MB (limit 3 MB)")
-    assert not v.problems, f"{page_path}:\n  " + "\n  ".join(v.problems)
+    assert not v.all_problems, "\n".join(v.all_problems)
 
 
 def test_book_has_math_and_sliders(site):
@@ -315,16 +193,21 @@ def _solution_lines() -> list[str]:
     return lines
 
 
-def test_exercises_page_shows_no_solution(visit, site):
+def solution_problems(v: Tab, site: Path) -> list[str]:
+    """What the exercises page (open in `v`) shows of the reference solutions and hidden tests."""
+    problems = []
     html = (site / f"{EXERCISES}.html").read_text(encoding="utf-8")
-    v = visit(EXERCISES)
     text = v.page.locator("article").inner_text()
-    assert v.page.locator("article div.cell").count() >= 1, "the exercises page has no code cells"
+    if v.page.locator("article div.cell").count() < 1:
+        problems.append("the exercises page has no code cells")
     for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
-        assert marker not in html, f"the exercises page contains {marker!r}"
+        if marker in html:
+            problems.append(f"the exercises page contains {marker!r}")
     shown = {line.strip() for line in text.splitlines()}
     leaked = [s for s in _solution_lines() if s in shown]  # whole lines: a test cell may share a substring
-    assert not leaked, f"reference-solution code on the exercises page: {leaked[:5]}"
+    if leaked:
+        problems.append(f"reference-solution code on the exercises page: {leaked[:5]}")
+    return problems
 
 
 # -- explorables: every combination reachable, readouts equal to Python's, presets, layout ---------------------
@@ -356,13 +239,18 @@ WAIT_FOR_FRAME = f"""(root) => new Promise((ok, fail) => {{
 }})"""
 
 
-def explorable_pages() -> list[str]:
-    """Section pages that show at least one static explorable (read from the built HTML; [] before a build)."""
+def explorable_counts() -> dict[str, int]:
+    """How many static explorables each section page shows (read from the built HTML; {} before a build)."""
     from browser_support import SITE
 
     # the element's class attribute, not the bare name (23.10's text mentions the name without showing one)
-    return [p for p in SECTION_PAGES if (SITE / f"{p}.html").is_file()
-            and 'class="normlab-explorable' in (SITE / f"{p}.html").read_text(encoding="utf-8")]
+    return {p: (SITE / f"{p}.html").read_text(encoding="utf-8").count('class="normlab-explorable')
+            for p in SECTION_PAGES if (SITE / f"{p}.html").is_file()}
+
+
+def explorable_pages() -> list[str]:
+    """Section pages that show at least one static explorable (read from the built HTML; [] before a build)."""
+    return [p for p, n in explorable_counts().items() if n]
 
 
 class Expected:
@@ -393,7 +281,7 @@ class Expected:
         return self._cache[key]
 
 
-def move(v: Visit, root, i: int, target: int) -> None:
+def move(v: Tab, root, i: int, target: int) -> None:
     """Put control i at position `target` as a reader would: arrow keys on a slider, a pick on a select."""
     el = root.locator(f"[data-i='{i}']")
     if el.evaluate("el => el.tagName") == "SELECT":
@@ -406,7 +294,7 @@ def move(v: Visit, root, i: int, target: int) -> None:
         v.page.keyboard.press(key)
 
 
-def check_state(v: Visit, root, name: str, expected: Expected, state: list[int], what: str) -> dict:
+def check_state(v: Tab, root, name: str, expected: Expected, state: list[int], what: str) -> dict:
     got = root.evaluate(STATE)
     want = expected.at(state)
     if got["controls"] != state:
@@ -428,22 +316,25 @@ def check_state(v: Visit, root, name: str, expected: Expected, state: list[int],
     return got
 
 
-@pytest.mark.parametrize("page_path", explorable_pages())
-def test_explorables_combine_controls_and_presets(visit, page_path):
-    """Random moves of every control: each control stays where it was put, and the readouts, labels and alt
-    text are Python's at those values; every preset button sets every control and shows Python's readouts."""
-    import random
-
-    v = visit(page_path)
+def check_first_load_of_explorables(v: Tab) -> None:
+    """Right after loading: frames load on demand, at most the shown one per explorable (figures below the
+    first screen load lazily, when the reader scrolls to them; WAIT_FOR_FRAME in check_combinations checks
+    that each one arrives), and the page's own files are within 1.5 MB."""
     roots = v.page.locator(".normlab-explorable")
     n_frames_at_load = sum("/nl-frames/" in u for u in v.urls)
-    # frames load on demand: at most the shown one per explorable (figures below the first screen load
-    # lazily, when the reader scrolls to them; WAIT_FOR_FRAME below checks that each one arrives)
     if n_frames_at_load > roots.count():
         v.problems.append(f"first load fetched {n_frames_at_load} frames for {roots.count()} explorables")
     own, _ = v.sizes()
     if own > 1.5 * 2**20:
         v.problems.append(f"first load is {own / 2**20:.2f} MB (limit 1.5 MB)")
+
+
+def check_combinations(v: Tab, page_path: str) -> None:
+    """Random moves of every control: each control stays where it was put, and the readouts, labels and alt
+    text are Python's at those values; every preset button sets every control and shows Python's readouts."""
+    import random
+
+    roots = v.page.locator(".normlab-explorable")
     for r in range(roots.count()):
         root = roots.nth(r)
         name = root.get_attribute("data-explorable")
@@ -477,7 +368,6 @@ def test_explorables_combine_controls_and_presets(visit, page_path):
                 v.problems.append(f"{name}: preset {label!r} is not shown as pressed")
         if max(heights) - min(heights) > 1:
             v.problems.append(f"{name}: the readouts' height changed with the values: {sorted(heights)} px")
-    assert not v.problems, f"{page_path}:\n  " + "\n  ".join(v.problems)
 
 
 FIT = """(root) => {
@@ -494,37 +384,26 @@ FIT = """(root) => {
 }"""
 
 
-@pytest.mark.parametrize("page_path", explorable_pages())
-def test_explorables_fit_a_phone_and_a_laptop(browser, server, page_path):
+def fit_problems(page, width: int, height: int) -> list[str]:
+    """The explorables of a page loaded at width x height: nothing sticks out or is cut off, and on a laptop
+    the controls and the figure fit in one view."""
     problems = []
-    for width, height in ((390, 844), (1280, 900)):
-        context = browser.new_context(viewport={"width": width, "height": height})
-        try:
-            page = context.new_page()
-            page.route("**/*", lambda route: route.continue_() if server.is_local(route.request.url)
-                       else route.abort())
-            page.goto(server.base + page_path + ".html", wait_until="load")
-            roots = page.locator(".normlab-explorable")
-            for r in range(roots.count()):
-                root = roots.nth(r)
-                name = root.get_attribute("data-explorable")
-                fit = root.evaluate(FIT)
-                where = f"{name} at {width}x{height}"
-                if fit["scroll"] > fit["client"]:
-                    problems.append(f"{where}: scrollWidth {fit['scroll']} > clientWidth {fit['client']}")
-                if fit["over"]:
-                    problems.append(f"{where}: sticks out of the explorable: {fit['over'][:4]}")
-                if fit["cut"]:
-                    problems.append(f"{where}: text cut off: {fit['cut'][:4]}")
-                if width == 1280 and fit["span"] > height:
-                    problems.append(f"{where}: controls to the bottom of the figure take {fit['span']:.0f} px "
-                                    f"(more than the {height} px view)")
-            if width == 390:
-                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(SCREENSHOTS / (page_path.replace("/", "__") + "__390.png")), full_page=True)
-        finally:
-            context.close()
-    assert not problems, "\n".join(problems)
+    roots = page.locator(".normlab-explorable")
+    for r in range(roots.count()):
+        root = roots.nth(r)
+        name = root.get_attribute("data-explorable")
+        fit = root.evaluate(FIT)
+        where = f"{name} at {width}x{height}"
+        if fit["scroll"] > fit["client"]:
+            problems.append(f"{where}: scrollWidth {fit['scroll']} > clientWidth {fit['client']}")
+        if fit["over"]:
+            problems.append(f"{where}: sticks out of the explorable: {fit['over'][:4]}")
+        if fit["cut"]:
+            problems.append(f"{where}: text cut off: {fit['cut'][:4]}")
+        if width == 1280 and fit["span"] > height:
+            problems.append(f"{where}: controls to the bottom of the figure take {fit['span']:.0f} px "
+                            f"(more than the {height} px view)")
+    return problems
 
 
 def test_an_explorable_works_from_file_urls(browser, site):
@@ -576,4 +455,4 @@ def test_default_frame_returns_after_moving_away_before_it_loaded(visit):
     root.scroll_into_view_if_needed()
     root.evaluate(WAIT_FOR_FRAME)
     assert root.evaluate("r => r.querySelector('img.nl-frame').getAttribute('src')") == start
-    assert not v.problems, "\n".join(v.problems)
+    assert not v.all_problems, "\n".join(v.all_problems)
