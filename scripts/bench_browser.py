@@ -9,12 +9,15 @@ input in the book) with Playwright in Debian's chromium; moves go back and forth
 slider's stops, one at a time (each waits for its image), so every number is one complete round trip
 (JupyterLab: browser -> kernel draws -> browser). Toggles and presets are not timed.
 
-The live face keeps the frames it drew and, once a control has moved, draws the neighbouring states ahead
-while idle (normlab_core/live.py). So JupyterLab is measured twice (--prefetch both, the default): with
-NORMLAB_PREFETCH=0, where every first visit of a state is a cold draw, and as the reader gets it. Each move is
-split by where the kernel took its frame from: `cold` (drawn when asked: never drawn before in this kernel),
-`first_shown_drawn_ahead` (drawn ahead while idle, shown for the first time) and `repeat` (a state shown
-before).
+The live face keeps the frames it drew; the browser keeps the frames it was sent and shows one at once when a
+control reaches its state; once a control has moved, the kernel draws the next states along the reader's way
+while idle and sends them ahead (normlab_core/live.py). So JupyterLab is measured twice (--prefetch both, the
+default): with NORMLAB_PREFETCH=0, where every first visit of a state waits for a draw in the kernel, and as
+the reader gets it. When the kernel drew exactly once per move, each move is also split by where the kernel
+took its frame from: `cold` (drawn when asked: never drawn before in this kernel), `first_shown_drawn_ahead`
+(drawn ahead while idle, shown for the first time) and `repeat` (a state shown before). Moves shown from the
+browser's own store come faster than the kernel's answers, and the kernel then skips states, so the split is
+often left out.
 
 Also reported: `image_in_page`, the time until the new image is in the page (JupyterLab: the kernel's
 round trip including the draw; the rest is the browser decoding and painting it). The static page's
