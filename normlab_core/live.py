@@ -189,6 +189,10 @@ _LIVE_CSS = """<style>
 .normlab-live .nl-readouts table { margin: 0; }
 .normlab-live img.nl-frame { display: block; max-width: 100%; height: auto; }
 .normlab-live .nl-preset button, .normlab-live button.nl-preset { width: auto; }
+@media (max-width: 600px) {  /* a phone: each slider's label on its own line, so the track keeps its width */
+  .normlab-live .widget-hslider { flex-wrap: wrap; height: auto; }
+  .normlab-live .widget-hslider > .widget-label { width: 100% !important; max-width: 100%; text-align: left; }
+}
 </style>"""
 
 
