@@ -90,21 +90,30 @@ def clear_cache(explorable=None) -> None:
             _SHOWN.pop(explorable, None)
 
 
-def neighbours(explorable, values: dict, moved: str | None = None, step: int = 1) -> list[dict]:
-    """The states one move away from `values`, most likely next first: control `moved` one more stop in
-    the direction `step` (+1/-1), then back, then every other control's neighbouring stops or options."""
+def stop_index(control, value) -> int | None:
+    """The index of `value` among `control.positions()`, type-exact (1 is not the stop 1.0); None if absent."""
+    return next((i for i, v in enumerate(control.positions()) if v == value and type(v) is type(value)), None)
+
+
+def state_key(explorable, values: dict) -> str:
+    """The state `values` as the browser names it: each control's stop index, joined by commas."""
+    return ",".join(str(stop_index(c, values[k])) for k, c in explorable.controls.items())
+
+
+def neighbours(explorable, values: dict, moved: str | None = None, step: int = 1, along: int = 1) -> list[dict]:
+    """The states near `values`, most likely next first: control `moved` 1..`along` more stops in the direction
+    `step` (+1/-1), then one back, then every other control's neighbouring stops or options."""
     order = [moved] if moved in explorable.controls else []
     order += [k for k in explorable.controls if k != moved]
     out = []
     for k in order:
         stops = explorable.controls[k].positions()
-        same = [j for j, v in enumerate(stops) if v == values[k] and type(v) is type(values[k])]
-        if not same:
+        i = stop_index(explorable.controls[k], values[k])
+        if i is None:
             continue
-        i = same[0]
         if isinstance(explorable.controls[k], Slider):
-            first = step if k == moved else 1
-            candidates = [i + first, i - first]
+            first, reach = (step, along) if k == moved else (1, 1)
+            candidates = [i + d * first for d in range(1, reach + 1)] + [i - first]
         else:
             candidates = [j for j in range(len(stops)) if j != i]
         out += [{**values, k: stops[j]} for j in candidates if 0 <= j < len(stops)]
@@ -218,14 +227,6 @@ class FrameView(anywidget.AnyWidget):
         self.send({"method": "ahead", "key": key, "alt": alt, "readouts": rows, "ghost": ghost}, [png])
 
 
-def state_key(explorable, values: dict) -> str:
-    """The state `values` as the browser names it: each control's stop index (type-exact), joined by commas."""
-    out = []
-    for k, c in explorable.controls.items():
-        stops = c.positions()
-        out.append(str(next(i for i, v in enumerate(stops) if v == values[k] and type(v) is type(values[k]))))
-    return ",".join(out)
-
 
 class LiveExplorable(widgets.VBox):
     """Controls, preset buttons, image and readouts of one explorable. Value changes are drawn by a worker
@@ -250,8 +251,8 @@ class LiveExplorable(widgets.VBox):
             b.on_click(lambda _b, label=label: self.apply_preset(label))
             self.buttons[label] = b
         width = explorable.css_width
-        self._size = (width, round(explorable.size[1] * width / explorable.size[0]))
-        self.frame = FrameView(width=self._size[0], height=self._size[1], controls=list(self.controls.values()),
+        self.frame = FrameView(width=width, height=round(explorable.size[1] * width / explorable.size[0]),
+                               controls=list(self.controls.values()),
                                layout=widgets.Layout(max_width=f"{width}px", width="100%"))
         self.frame.add_class("nl-image")
         self.message = widgets.HTML()
@@ -346,8 +347,8 @@ class LiveExplorable(widgets.VBox):
                     self._cond.notify_all()
 
     def _work_ahead(self) -> None:
-        """Draws the planned neighbouring states into the frame cache, one at a time, only while no request
-        is waiting or being drawn."""
+        """Draws the planned states ahead into the frame cache and sends them to the browser, one at a time,
+        only while no request is waiting or being drawn."""
         while True:
             with self._cond:
                 while not self._ahead or self._pending is not None or self._busy:
@@ -355,27 +356,18 @@ class LiveExplorable(widgets.VBox):
                 self._prefetch_one(self._ahead.pop(0))
 
     def _plan_ahead(self, before: dict | None, values: dict) -> list:
-        """The neighbours of `values` not yet cached, continuing the last move's direction first."""
+        """The states near `values` whose frames the browser does not hold, the next AHEAD_ALONG stops in the
+        last move's direction first."""
         moved, step = None, 1
         for k, v in values.items():
             if before is not None and before.get(k) != v:
                 moved = k
-                stops = self.explorable.controls[k].positions()
-                if before[k] in stops and v in stops:
-                    step = 1 if stops.index(v) >= stops.index(before[k]) else -1
+                was, now = (stop_index(self.explorable.controls[k], x) for x in (before[k], v))
+                if was is not None and now is not None:
+                    step = 1 if now >= was else -1
                 break
-        candidates = []
-        if moved is not None and isinstance(self.explorable.controls[moved], Slider):
-            stops = self.explorable.controls[moved].positions()
-            at = [j for j, v in enumerate(stops) if v == values[moved] and type(v) is type(values[moved])]
-            for d in range(2, AHEAD_ALONG + 1):   # further along the way the reader is going
-                j = at[0] + d * step if at else -1
-                if 0 <= j < len(stops):
-                    candidates.append({**values, moved: stops[j]})
-        near = neighbours(self.explorable, values, moved, step)
-        candidates = near[:1] + candidates + near[1:]
-        ahead = [n for n in candidates if not self._holds(n)]
-        return ahead[:PREFETCH_MAX]
+        near = neighbours(self.explorable, values, moved, step, along=AHEAD_ALONG)
+        return [n for n in near if not self._holds(n)][:PREFETCH_MAX]
 
     def _holds(self, values: dict) -> bool:
         """Whether the browser was sent the frame of `values` recently enough to still keep it."""
@@ -401,9 +393,7 @@ class LiveExplorable(widgets.VBox):
             (png, readouts, alt), hit = cached_frame(self.explorable, values)
             self.prefetched += not hit
             key = state_key(self.explorable, values)
-            with self._lock:
-                ghost = readouts_stable(variants=readout_variants([readouts], into=self._variants))
-            self.frame.send_ahead(key, png, alt, [[str(k), str(v)] for k, v in readouts.items()], ghost)
+            self.frame.send_ahead(key, png, alt, *self._rows_and_ghost(readouts))
             self._mark_sent(key)
         except Exception:  # noqa: BLE001 - shown when the reader goes there
             pass
@@ -411,6 +401,13 @@ class LiveExplorable(widgets.VBox):
             self._cond.acquire()
             self._fetching = False
             self._cond.notify_all()
+
+    def _rows_and_ghost(self, readouts: dict) -> tuple[list, str]:
+        """The readouts as [label, text] rows, and the hidden table (readouts_stable) of every readout shape
+        this view has sent so far, these included."""
+        with self._lock:
+            ghost = readouts_stable(variants=readout_variants([readouts], into=self._variants))
+        return [[str(k), str(v)] for k, v in readouts.items()], ghost
 
     def _draw(self, values: dict) -> None:
         try:
@@ -422,13 +419,12 @@ class LiveExplorable(widgets.VBox):
             )
             return
         self.png = png
-        with self._lock:
-            ghost = readouts_stable(variants=readout_variants([readouts], into=self._variants))
+        rows, ghost = self._rows_and_ghost(readouts)
         state = state_key(self.explorable, values)
         with self.frame.hold_sync():  # one message: picture, alt text and readouts arrive together
             self.frame.png = png
             self.frame.alt = alt
-            self.frame.readouts = [[str(k), str(v)] for k, v in readouts.items()]
+            self.frame.readouts = rows
             self.frame.ghost = ghost
             self.frame.key = state
         self._mark_sent(state)
