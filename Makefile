@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab book notebooks test test-unit test-notebooks test-book test-browser test-lab test-determinism bench exercises grade lint clean
+.PHONY: venv lab book notebooks check test test-unit test-notebooks test-book test-browser test-lab test-determinism bench exercises grade lint clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ lint: $(STAMP)
 XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 # The browser tests spend most of their time waiting for Chromium, so they run on more workers than cores.
 XDIST_BROWSER := -n 3 --dist loadgroup --no-loadscope-reorder
+
+# The quick loop: lint and the unit tests (no notebooks, browser or JupyterLab).
+check: lint
+	$(MAKE) --no-print-directory test-unit
 
 test-unit: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab"
