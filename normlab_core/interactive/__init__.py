@@ -1,0 +1,9 @@
+"""The interactive mechanism: one pure render function of control values and inputs (Explorable.render), served
+as live widgets in JupyterLab (live.py) and as pre-rendered frames in the static book (static.py), with one
+frontend (frontend.js, frontend.css) for both."""
+
+from .controls import Choice, Input, Preset, Slider, number, vector
+from .explorable import Explorable, Frame, catalog, get, show, try_this
+
+__all__ = ["Choice", "Explorable", "Frame", "Input", "Preset", "Slider", "catalog", "get", "number", "show",
+           "try_this", "vector"]

@@ -1,0 +1,290 @@
+"""An explorable: a figure driven by controls and inputs, drawn by one pure function, `Explorable.render`.
+
+Its figure module gives two functions (see /work/wt/NOTES-interactive.md, "figure-module contract"):
+
+    setup(fig, *, narrow, **inputs) -> art              builds the figure (narrow: panels stacked for a phone)
+    update(art, **values_and_inputs) -> (readouts, alt)  changes artists for one state, says what it shows
+
+`render(**values_and_inputs)` gives Frame(png, readouts, alt) for any allowed values; warnings raised while
+drawing become a "note" readout. A frame depends on the values and inputs only. Speed stays in here: each
+figure's layout is computed once, the figure is drawn in full only when an axis' limits, scale or label change
+(a kept background per such set), and otherwise only the artists update() changed (matplotlib marks them stale)
+are drawn over that background.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import math
+import pkgutil
+import threading
+import warnings
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from ..figures.style import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style
+from .controls import Preset
+
+Frame = namedtuple("Frame", "png readouts alt")
+LOCK = threading.RLock()   # matplotlib's fonts are shared by all figures and not thread-safe
+FIGURES = 4                # figures kept per explorable (one per layout and set of inputs)
+BACKGROUNDS = 12           # backgrounds kept per figure (one per set of axis limits, scales and labels)
+
+
+class Explorable:
+    """A figure driven by `controls` (name -> Slider/Choice) and `inputs` (name -> Input), with `presets`
+    (label -> Preset); `start(**inputs)` may give the controls' starting values for a learner's inputs."""
+
+    def __init__(self, name: str, *, title: str, controls: dict, setup, update, presets: dict | None = None,
+                 inputs: dict | None = None, start=None, size=(WIDTH_IN, HEIGHT_IN), narrow=(NARROW_IN, 5.0),
+                 max_frames: int = 400):
+        self.name, self.title, self.controls, self.inputs = name, title, dict(controls), dict(inputs or {})
+        self.setup, self.update, self._start = setup, update, start
+        self.size, self.narrow_size, self.max_frames = tuple(size), tuple(narrow), max_frames
+        clash = set(self.controls) & set(self.inputs)
+        if clash:
+            raise ValueError(f"{name}: {sorted(clash)} cannot be both a control and an input")
+        total = math.prod(len(c.positions()) for c in self.controls.values())
+        if total > max_frames:
+            raise ValueError(f"{name}: {total} combinations of stops exceed max_frames={max_frames}")
+        self.presets = {label: self._preset(label, p) for label, p in (presets or {}).items()}
+        self._drawings: OrderedDict = OrderedDict()
+        self.late: set = set()   # artists update() changed in some states only: see _Drawing.frame
+
+    def __repr__(self) -> str:
+        return f"Explorable({self.name!r}, controls={list(self.controls)}, inputs={list(self.inputs)})"
+
+    def _preset(self, label, p) -> Preset:
+        if not isinstance(label, str) or not label.strip() or not isinstance(p, Preset):
+            raise TypeError(f"{self.name}: presets must map a non-empty label to a Preset, got {label!r}: {p!r}")
+        for k, v in p.values.items():
+            if k not in self.controls or self.controls[k].take(v) not in self.controls[k].positions():
+                raise ValueError(f"{self.name}: preset {label!r} sets {k}={v!r}; presets set controls "
+                                 f"{list(self.controls)} to their stops")
+            p.values[k] = self.controls[k].take(v)
+        return p
+
+    # -- values and inputs ----------------------------------------------------------------------------
+    def defaults(self, **inputs) -> dict:
+        """Every control's starting value: its default or, for inputs a learner passed, what `start` gives."""
+        out = {k: c.value for k, c in self.controls.items()}
+        if inputs and self._start:
+            out.update(self._start(**self._inputs(inputs)))
+        return out
+
+    def _inputs(self, given: dict) -> dict:
+        out = {}
+        for k, spec in self.inputs.items():
+            try:
+                out[k] = spec.convert(given[k]) if k in given else spec.default
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"{self.name}: {k} must be {spec.allowed}; {err}") from None
+        return out
+
+    def resolve(self, given: dict) -> tuple[dict, dict]:
+        """(control values, inputs) for `given` names, checked, the rest at their defaults (or where `start`
+        puts them for the inputs given); a ValueError or TypeError says what is allowed."""
+        unknown = sorted(set(given) - set(self.controls) - set(self.inputs))
+        if unknown:
+            raise ValueError(f"{self.name} has no control or input named {unknown}; its controls are "
+                             f"{list(self.controls)} and its inputs {list(self.inputs)}")
+        inputs = self._inputs(given)
+        values = self.defaults(**{k: inputs[k] for k in given if k in self.inputs})
+        values.update((k, v) for k, v in given.items() if k in self.controls)
+        for k, c in self.controls.items():
+            taken = c.take(values[k])
+            if taken is None:
+                raise ValueError(f"{self.name}: {k}={values[k]!r} is not allowed; {k} takes {c.allowed()}")
+            values[k] = taken
+        return values, inputs
+
+    def preset_values(self, label: str) -> dict:
+        """Every control's value in preset `label` (the rest at their defaults)."""
+        if label not in self.presets:
+            raise ValueError(f"{self.name} has no preset {label!r}; its presets are {list(self.presets)}")
+        return {**self.defaults(), **self.presets[label].values}
+
+    # -- drawing ---------------------------------------------------------------------------------------
+    def render(self, *, narrow: bool = False, **values_and_inputs) -> Frame:
+        """The frame at these control values and inputs (the rest at their defaults): PNG bytes, readouts
+        (label -> text) and alt text; narrow=True draws the layout for screens up to 600 px."""
+        values, inputs = self.resolve(values_and_inputs)
+        key = (bool(narrow), fingerprint(inputs))
+        with LOCK:
+            drawing = self._drawings.pop(key, None)
+            if drawing is None:
+                start = self.resolve({k: v for k, v in values_and_inputs.items() if k in self.inputs})[0]
+                drawing = _Drawing(self, narrow, {**start, **inputs})
+            self._drawings[key] = drawing
+            while len(self._drawings) > FIGURES:
+                self._drawings.popitem(last=False)
+            return drawing.frame({**values, **inputs})
+
+
+def fingerprint(inputs: dict) -> str:
+    """A short digest of a set of inputs (arrays by dtype, shape and bytes; anything else by repr)."""
+    h = hashlib.sha256()
+    for k, v in sorted(inputs.items()):
+        if isinstance(v, np.ndarray):
+            h.update(f"{k}={v.dtype}{v.shape}".encode() + v.tobytes())
+        else:
+            h.update(f"{k}={v!r}".encode())
+    return h.hexdigest()[:16]
+
+
+class _Drawing:
+    """One figure of an explorable (a layout and a set of inputs), its palette and its kept backgrounds."""
+
+    def __init__(self, exp: Explorable, narrow: bool, start: dict):
+        self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size), dpi=DPI * SHARPNESS)
+        self.exp, self.update, self.drawn = exp, exp.update, 0
+        with house_style(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.art = exp.setup(self.fig, narrow=narrow, **{k: start[k] for k in exp.inputs})
+            exp.update(self.art, **start)
+        self.fig.canvas.draw()                 # the layout, computed once at the starting state and then kept
+        self.fig.set_layout_engine("none")
+        self.palette = _palette(self._rgba())  # every frame is encoded against the colours of this one
+        self.backgrounds: OrderedDict = OrderedDict()
+        self.static: set = set()
+        self._clean()
+
+    def _artists(self):
+        for ax in self.fig.axes:
+            skip = {ax.xaxis, ax.yaxis, ax.patch, *ax.spines.values()}
+            yield from (a for a in ax.get_children() if a not in skip)
+        yield from (*self.fig.texts, *self.fig.legends, *self.fig.patches, *self.fig.lines)
+
+    def _clean(self) -> None:
+        for a in self._artists():
+            a.stale = False
+
+    def _rgba(self) -> np.ndarray:
+        return np.asarray(self.fig.canvas.buffer_rgba())
+
+    def frame(self, state: dict) -> Frame:
+        with warnings.catch_warnings(record=True) as caught, house_style():
+            warnings.simplefilter("always")
+            readouts, alt = self.update(self.art, **state)
+        readouts = {str(k): str(v) for k, v in dict(readouts).items()}
+        notes = list(dict.fromkeys(str(w.message) for w in caught))
+        if notes:
+            readouts["note"] = "; ".join(notes)
+        changed = [a for a in self._artists() if a.stale and not a.get_animated()]
+        for a in changed:          # drawn over the background from now on, in every frame
+            a.set_animated(True)
+        if self.static.intersection(changed):
+            self.backgrounds.clear()
+            if self.drawn:         # not changed by the first frame: frames drawn before and after may differ in
+                self.exp.late.update(map(str, self.static.intersection(changed)))   # what lies above it
+        self.drawn += 1
+        key = repr([(ax.viewLim.bounds, ax.get_xscale(), ax.get_yscale(), ax.get_xlabel(), ax.get_ylabel())
+                    for ax in self.fig.axes])
+        canvas = self.fig.canvas
+        background = self.backgrounds.pop(key, None)
+        if background is None:
+            canvas.draw()          # leaves the animated artists out
+            background = canvas.copy_from_bbox(self.fig.bbox)
+            self.static = {a for a in self._artists() if not a.get_animated()}
+        self.backgrounds[key] = background
+        while len(self.backgrounds) > BACKGROUNDS:
+            self.backgrounds.popitem(last=False)
+        canvas.restore_region(background)
+        for ax in self.fig.axes:   # in the order a full drawing uses
+            for a in sorted((a for a in ax.get_children() if a.get_animated()), key=lambda a: a.get_zorder()):
+                ax.draw_artist(a)
+        for a in self.fig.texts + self.fig.legends:
+            if a.get_animated():
+                self.fig.draw_artist(a)
+        self._clean()
+        return Frame(_png(self._rgba(), self.palette), readouts, str(alt))
+
+
+def _palette(rgba: np.ndarray):
+    """A 256-colour palette: the house colours, their tints toward white and a grey ramp, exactly, and the
+    rest from the colours of one frame (so each frame is mapped to it fast and the same way)."""
+    from PIL import Image
+
+    keys = [(g, g, g) for g in range(0, 256, 17)]
+    for hexc in COLORS.values():
+        c = np.array([int(hexc[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
+        keys += [tuple(int(v) for v in np.round(c * t + 255 * (1 - t))) for t in (1.0, 0.75, 0.5, 0.25)]
+    keys = list(dict.fromkeys(keys))
+    own = Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB").quantize(
+        256 - len(keys), method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    colours = own.getpalette()[:3 * (256 - len(keys))] + [v for c in keys for v in c]
+    pal = Image.new("P", (1, 1))
+    pal.putpalette(colours + [255] * (768 - len(colours)))
+    return pal
+
+
+def _png(rgba: np.ndarray, palette) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    img = Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB")
+    img.quantize(palette=palette, dither=Image.Dither.NONE).save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
+
+
+# -- the catalog ---------------------------------------------------------------------------------------
+_CATALOG: dict | None = None
+
+
+def catalog() -> dict:
+    """Every explorable of the book by name, from the figure modules' entries() (renders nothing)."""
+    global _CATALOG
+    if _CATALOG is None:
+        from .. import figures
+
+        out = {}
+        for mod in sorted(m.name for m in pkgutil.iter_modules(figures.__path__) if m.name[:1] == "s"):
+            for exp in importlib.import_module(f"{figures.__name__}.{mod}").entries():
+                if exp.name in out:
+                    raise ValueError(f"two explorables are named {exp.name!r}")
+                out[exp.name] = exp
+        _CATALOG = out
+    return _CATALOG
+
+
+def get(name: str) -> Explorable:
+    """One explorable by name, with the known names in the error."""
+    if name not in catalog():
+        raise KeyError(f"no explorable named {name!r}; known: {', '.join(sorted(catalog()))}")
+    return catalog()[name]
+
+
+def try_this_markdown(exp: Explorable) -> str:
+    """The "Try this" list of an explorable's presets, as Markdown."""
+    if not exp.presets:
+        raise ValueError(f"{exp.name} has no presets, so there is nothing to try")
+    lines = ["**Try this.** The figure's presets (its *Try* buttons) show these states:", ""]
+    return "\n".join(lines + [f"- **{label}**: {p.notice.strip()}" for label, p in exp.presets.items()])
+
+
+def try_this(name: str):
+    """The "Try this" list of explorable `name`, as IPython Markdown."""
+    from IPython.display import Markdown
+
+    return Markdown(try_this_markdown(get(name)))
+
+
+def show(name: str, **values_and_inputs):
+    """Display explorable `name`: live in a kernel, drawn from the inputs given (for example x=my_vector);
+    pre-rendered over its stops while the book is built (NORMLAB_STATIC=1)."""
+    from IPython.display import HTML, display
+
+    from ..display import static_mode
+
+    exp = get(name)
+    if static_mode():
+        from .static import static_html
+
+        display(HTML(static_html(exp, **values_and_inputs)))
+    else:
+        from .live import LiveView
+
+        display(LiveView(exp, **values_and_inputs))

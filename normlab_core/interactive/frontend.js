@@ -1,0 +1,316 @@
+// The one frontend of every explorable (normlab_core/interactive). The static book page and the live JupyterLab
+// widget draw the same title, controls, presets, figure, readouts and alt text from a spec (the controls and
+// presets) and a table of frames: state key -> {src, rows, alt, labels}. A state key lists each control's stop
+// index, or "=value" for a value typed into the live face's value box, joined by commas. The static page fills the
+// table from files beside the page (nl-frames/<name>/table.js); the live widget from the kernel, which draws a
+// state when asked and, while idle, the states this script asks for ahead. Either way an image is decoded off
+// screen and put in place together with its readouts and alt text.
+
+const NARROW = "(max-width: 600px)";   // the narrow layout: panels stacked, for phones
+
+function make(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (v === null || v === undefined) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  node.append(...children);
+  return node;
+}
+
+const shapeOf = (text) => String(text).replace(/[0-9]/g, "0");   // digits are about equally wide
+
+function readoutTable(rows) {   // rows: [label, text or element] pairs
+  return make("table", { class: "normlab-readouts" },
+    ...rows.map(([label, text]) => make("tr", {}, make("th", { text: label }), make("td", {}, text))));
+}
+
+// root: the element to draw into; spec: from Python; source: {table, wake(), want(key, layout), ahead(keys, layout),
+// aheadCount}. Returns the handles a source calls: arrived(layout, key) when a frame came, adopt(key) to follow a
+// state set elsewhere, status(text) to show a message on the figure.
+function explorable(root, spec, source) {
+  const table = source.table;
+  const controls = spec.controls;
+  let state = spec.start.slice();
+  let layout = matchMedia(NARROW).matches ? "narrow" : "wide";
+  let shownKey = null, wanted = 0, loadingTimer = 0, moved = 0, step = 1, note = "";
+  const shapes = new Map(Object.entries(spec.shapes || {}).map(([k, v]) => [k, new Set(v)]));
+  const images = new Map();
+  root.classList.add("normlab-explorable");
+
+  const inputs = controls.map((c, i) => {
+    if (c.kind === "choice") {
+      return make("select", { "data-i": i, "aria-label": c.label, autocomplete: "off",
+        onchange: (e) => go(i, +e.target.value) }, ...c.labels.map((t, j) => make("option", { value: j, text: t })));
+    }
+    return make("input", { type: "range", min: 0, max: c.labels.length - 1, step: 1, "data-i": i,
+      "aria-label": c.label, autocomplete: "off", oninput: (e) => go(i, +e.target.value) });
+  });
+  const boxes = controls.map((c, i) => (c.free && spec.live
+    ? make("input", { class: "nl-value", type: "text", inputmode: "decimal", "aria-label": `${c.label}: type a value`,
+      title: `any ${c.free[2] ? "whole number" : "number"} from ${c.free[0]} to ${c.free[1]}`, onchange: (e) => typed(i, e.target),
+      onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); e.target.blur(); } } })
+    : make("output", { hidden: c.kind === "choice" ? "" : null })));
+  const buttons = spec.presets.map(([label, notice, parts]) => make("button", { type: "button", "data-preset": label,
+    title: notice, onclick: () => { source.wake(); state = parts.slice(); moved = -1; render(); } }, label));
+  const status = make("div", { class: "nl-status", role: "status" });
+  const ghost = make("div", { class: "nl-ghost", "aria-hidden": "true" });
+  const current = make("div", { class: "nl-current" });
+  const stage = make("div", { class: "nl-stage" }, status);
+  let img = root.querySelector("img.nl-frame") || make("img", { class: "nl-frame", alt: spec.alt || "" });
+  const first = img.closest("picture") || img;
+  stage.prepend(first);
+  root.replaceChildren(...[...root.children].filter((n) => n.matches("link, script")),
+    make("div", { class: "nl-title" }, make("b", { text: spec.title })),
+    make("div", { class: "nl-controls" }, ...controls.map((c, i) => make("label", { class: "nl-control" },
+      make("span", { class: "nl-head" }, make("span", { class: "nl-name", text: c.label }), " ", boxes[i]), inputs[i]))),
+    buttons.length ? make("div", { class: "nl-presets", role: "group", "aria-label": "Presets" },
+      make("span", { class: "nl-try", text: "Try:" }), ...buttons) : "",
+    make("figure", { class: "nl-figure" }, stage),
+    make("div", { class: "nl-readouts", "aria-live": "polite" }, ghost, current));
+
+  const index = (i, part) => {   // the stop a control shows for a part of the state
+    if (typeof part === "number") return part;
+    const v = +part.slice(1), stops = controls[i].stops;
+    let j = 0;
+    while (j < stops.length - 1 && stops[j + 1] <= v) j++;
+    return j < stops.length - 1 && v - stops[j] > stops[j + 1] - v ? j + 1 : j;
+  };
+  const keyOf = (s) => s.join(",");
+  const size = () => spec[layout];
+
+  function labels(entry) {   // the value labels: a stop's from the spec, a typed value's from its frame
+    return state.map((p, i) => (typeof p === "number" ? controls[i].labels[p] : (entry && entry.labels[i]) || p.slice(1)));
+  }
+
+  function sync(entry) {
+    const text = labels(entry);
+    inputs.forEach((el, i) => {
+      el.value = String(index(i, state[i]));
+      if (el.type === "range") el.setAttribute("aria-valuetext", text[i]);
+      if (document.activeElement !== boxes[i]) boxes[i][boxes[i].tagName === "INPUT" ? "value" : "textContent"] = text[i];
+    });
+    const k = keyOf(state);
+    buttons.forEach((b, j) => b.setAttribute("aria-pressed", String(keyOf(spec.presets[j][2]) === k)));
+    root.dataset.state = k;
+  }
+
+  function setStatus(text) {
+    status.textContent = text;
+    root.classList.toggle("nl-message", !!text);
+  }
+
+  function picture(src) {   // one decoded <img> per source, made once
+    if (!images.has(src)) {
+      const [w, h] = size();
+      const pic = make("img", { class: "nl-frame", width: w, height: h, src });
+      images.set(src, { pic, ready: pic.decode().catch(() => {}) });
+      if (images.size > 96) images.delete(images.keys().next().value);
+    }
+    return images.get(src);
+  }
+
+  async function show() {
+    const mine = ++wanted, key = keyOf(state), entry = table.get(`${layout}|${key}`);
+    clearTimeout(loadingTimer);
+    if (!(entry && key === shownKey)) loadingTimer = setTimeout(() => root.classList.add("nl-loading"), 100);
+    if (!entry) { source.want(key, layout); return; }
+    root.dataset.frame = entry.src;
+    const { pic, ready } = picture(entry.src);
+    await ready;
+    if (mine !== wanted) return;   // a newer state was asked for while this one decoded
+    clearTimeout(loadingTimer);
+    root.classList.remove("nl-loading");
+    pic.alt = entry.alt;
+    if (img !== pic) { (img.closest("picture") || img).replaceWith(pic); img = pic; }
+    shownKey = key;
+    current.replaceChildren(readoutTable(entry.rows));
+    for (const [label, text] of entry.rows) {
+      if (!shapes.has(label)) shapes.set(label, new Set());
+      shapes.get(label).add(shapeOf(text));
+    }   // the hidden table holds every shape of every readout seen: the readouts' height stays put
+    ghost.replaceChildren(readoutTable([...shapes].map(([label, set]) =>
+      [label, make("div", { class: "nl-stack" }, ...[...set].map((t) => make("div", { text: t })))])));
+    sync(entry);
+    setStatus(note);
+  }
+
+  function ahead() {   // the likeliest next states: along the last move, one back, the other controls, presets
+    const along = [], rest = [];
+    controls.forEach((c, i) => {
+      const at = index(i, state[i]), n = c.labels.length;
+      const near = c.kind === "choice" ? [...Array(n).keys()].filter((j) => j !== at)
+        : i === moved ? [1, 2, 3, -1].map((d) => at + d * step) : [at + 1, at - 1];
+      for (const j of near.filter((j) => j >= 0 && j < n)) {
+        const s = state.slice();
+        s[i] = j;
+        (i === moved ? along : rest).push(keyOf(s));
+      }
+    });
+    const keys = [...new Set([...along, ...rest, ...spec.presets.map(([, , p]) => keyOf(p))])]
+      .filter((k) => k !== keyOf(state)).slice(0, source.aheadCount);
+    keys.filter((k) => table.has(`${layout}|${k}`)).forEach((k) => picture(table.get(`${layout}|${k}`).src));
+    const missing = keys.filter((k) => !table.has(`${layout}|${k}`));
+    if (missing.length) source.ahead(missing, layout);
+  }
+
+  function render() {
+    sync(table.get(`${layout}|${keyOf(state)}`));
+    show();
+    ahead();
+    source.save && source.save(keyOf(state));
+  }
+
+  function go(i, j) {
+    source.wake();
+    const was = index(i, state[i]);
+    step = j >= was ? 1 : -1;
+    moved = i;
+    state[i] = j;
+    note = "";
+    render();
+  }
+
+  function typed(i, box) {
+    const c = controls[i], v = Number(box.value.trim());
+    const [lo, hi, whole] = c.free;
+    if (!box.value.trim() || !Number.isFinite(v) || v < lo || v > hi || (whole && !Number.isInteger(v))) {
+      note = `${c.label}: type a ${whole ? "whole number" : "number"} from ${lo} to ${hi}`;
+      setStatus(note);
+      box.value = labels(table.get(`${layout}|${keyOf(state)}`))[i];
+      return;
+    }
+    const stop = c.stops.indexOf(v);
+    go(i, stop >= 0 ? stop : `=${v}`);
+  }
+
+  const observer = new ResizeObserver(() => {
+    const now = matchMedia(NARROW).matches ? "narrow" : "wide";
+    if (now !== layout) { layout = now; show(); }
+  });
+  observer.observe(document.documentElement);
+  sync(null);
+  return {
+    arrived(l, key) {   // a frame came: shown if it is the state wanted, else decoded for later
+      if (l !== layout) return;
+      if (key === keyOf(state)) show();
+      else if (table.has(`${l}|${key}`)) picture(table.get(`${l}|${key}`).src);
+    },
+    adopt(key) { state = key.split(",").map((p) => (p.startsWith("=") ? p : +p)); moved = -1; sync(null); show(); },
+    status(text) { note = text; setStatus(text); },
+    key: () => keyOf(state),
+    layout: () => layout,
+    close() { observer.disconnect(); },
+  };
+}
+
+// -- the live face: an anywidget view over the kernel's LiveView ----------------------------------------------
+function render({ model, el }) {
+  const view = Math.random().toString(36).slice(2);
+  const table = new Map(), urls = [];
+  let waiting = 0;
+  const keep = (f, bytes) => {
+    const src = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+    urls.push(src);
+    table.set(`${f.layout}|${f.key}`, { src, rows: f.rows, alt: f.alt, labels: f.labels });
+    while (urls.length > model.get("spec").keep) {
+      const old = urls.shift();
+      for (const [k, e] of table) if (e.src === old) table.delete(k);
+      URL.revokeObjectURL(old);
+    }
+  };
+  let dead = false;
+  const gone = () => {   // the kernel restarted or died: this view's model is gone with it
+    dead = true;
+    el.classList.add("nl-dead");
+    ui.status("kernel restarted: run the cell again");
+  };
+  const send = (msg) => { try { if (!dead) model.send(msg); } catch (err) { gone(); } };
+  const source = {
+    table, aheadCount: 4, wake() {},
+    want(key, layout) {
+      clearTimeout(waiting);
+      waiting = setTimeout(() => (dead ? gone() : ui.status("waiting for the kernel (is another cell running?)")), 1500);
+      send({ want: key, layout, view });
+    },
+    ahead(keys, layout) { send({ ahead: keys, layout }); },
+  };
+  const ui = explorable(el, { ...model.get("spec"), live: true }, source);
+  el.classList.add("normlab-live");
+  el.setAttribute("data-lm-suppress-shortcuts", "true");   // keys in here are the controls', not JupyterLab's
+  const fromKernel = () => {
+    const f = model.get("frame");
+    if (!f.key) return;
+    if (f.error) { ui.status(f.error); return; }
+    keep(f, f.png);
+    clearTimeout(waiting);
+    if (f.by !== view && f.key !== ui.key()) ui.adopt(f.key);   // another view moved: follow it
+    else { ui.status(""); ui.arrived(f.layout, f.key); }
+  };
+  const onCustom = (msg, buffers) => {
+    if (msg && msg.ahead && buffers && buffers.length) { keep(msg, buffers[0]); ui.arrived(msg.layout, msg.key); }
+  };
+  const onLive = () => { if (el.closest(".jupyter-widgets-disconnected")) gone(); };
+  const kernel = model.widget_manager && model.widget_manager.kernel;
+  const onStatus = (_k, status) => { if (["restarting", "autorestarting", "dead"].includes(status)) gone(); };
+  if (kernel && kernel.statusChanged) kernel.statusChanged.connect(onStatus);
+  model.on("change:frame", fromKernel);
+  model.on("msg:custom", onCustom);
+  model.on("comm_live_update", onLive);
+  fromKernel();
+  if (ui.layout() !== model.get("frame").layout) source.want(ui.key(), ui.layout());
+  return () => {
+    ui.close();
+    model.off("change:frame", fromKernel);
+    model.off("msg:custom", onCustom);
+    model.off("comm_live_update", onLive);
+    if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
+    urls.forEach((u) => URL.revokeObjectURL(u));
+  };
+}
+
+// -- the static face: explorables in a book page, their frames in files beside it -------------------------------
+function boot() {
+  const tables = (window.normlabTables = window.normlabTables || {});   // name -> what to do with its table.js
+  window.normlabTable = (data) => tables[data.name] && tables[data.name](data);
+  for (const root of document.querySelectorAll(".normlab-explorable[data-dir]:not(.nl-ready)")) {
+    root.classList.add("nl-ready");
+    const spec = JSON.parse(root.querySelector("script.nl-spec").textContent);
+    const dir = root.dataset.dir, table = new Map();
+    let loading = false, active = false, ui = null;
+    const loaded = (data) => {
+      for (const [key, [w, n, r, a]] of Object.entries(data.frames)) {
+        [["wide", w], ["narrow", n]].forEach(([l, f]) =>
+          table.set(`${l}|${key}`, { src: dir + data.files[f], rows: data.rows[r], alt: data.alts[a] }));
+      }
+      ui.arrived(ui.layout(), ui.key());
+    };
+    const saved = (history.state && history.state.normlab) || {};
+    const source = {
+      table, aheadCount: 8,
+      wake() {
+        active = true;
+        if (loading) return;
+        loading = true;
+        tables[spec.name] = loaded;
+        document.head.append(make("script", { src: `${dir}table.js` }));
+      },
+      want() { source.wake(); },
+      ahead(keys, layout) { if (active) keys.forEach((k) => { const e = table.get(`${layout}|${k}`); if (e) new Image().src = e.src; }); },
+      save(key) { history.replaceState({ ...history.state, normlab: { ...saved, [spec.name]: key } }, ""); saved[spec.name] = key; },
+    };
+    for (const [l, [src, rows, alt]] of Object.entries(spec.first)) table.set(`${l}|${spec.start.join(",")}`, { src: dir + src, rows, alt });
+    ui = explorable(root, spec, source);
+    ["pointerdown", "focusin", "keydown"].forEach((ev) => root.addEventListener(ev, () => source.wake()));
+    const restore = () => { const k = (history.state && history.state.normlab || {})[spec.name]; if (k && k !== ui.key()) { source.wake(); ui.adopt(k); } };
+    restore();
+    window.addEventListener("pageshow", restore);
+    window.addEventListener("popstate", restore);
+    ui.arrived(ui.layout(), ui.key());
+  }
+}
+
+export default { render };

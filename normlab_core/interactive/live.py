@@ -1,0 +1,152 @@
+"""The live face: an anywidget (frontend.js) whose frames the kernel draws with Explorable.render.
+
+The browser asks for a state by its key (`want`), and while the reader pauses for the states it expects next
+(`ahead`, listed by frontend.js); the kernel draws the latest request first (a burst of moves draws once or
+twice), then the states ahead while nothing else waits. A shown frame goes out as the `frame` trait, which every
+view of the widget receives (two tabs, "New View"): views that did not ask for it follow it, so they always
+agree. Frames drawn ahead go out as custom messages, the PNG as a binary buffer. The output of a view also
+carries a PNG of its first frame, shown where the widget cannot be (a reopened notebook, another viewer).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import threading
+import weakref
+from collections import OrderedDict
+from pathlib import Path
+
+import anywidget
+import traitlets
+
+from ..figures.style import DPI
+from .explorable import Explorable
+from .static import spec
+
+HERE = Path(__file__).parent
+CACHE = 64          # frames the kernel keeps per view
+KEEP = 48           # frames the browser keeps per view (decoded)
+_VIEWS: list = []
+
+
+def views() -> list:
+    """Every live view made in this kernel that is still alive, oldest first."""
+    return [v for v in (r() for r in _VIEWS) if v is not None]
+
+
+def state_key(exp: Explorable, values: dict) -> str:
+    """The state key of `values` (frontend.js's format): each control's stop index, or "=value"."""
+    return ",".join(str(c.positions().index(values[k])) if values[k] in c.positions() else f"={values[k]!r}"
+                    for k, c in exp.controls.items())
+
+
+def key_values(exp: Explorable, key: str) -> dict:
+    """The control values a state key names (ValueError for a key no control can take)."""
+    parts = key.split(",")
+    if len(parts) != len(exp.controls):
+        raise ValueError(f"state {key!r} does not name {len(exp.controls)} controls")
+    out = {}
+    for part, (k, c) in zip(parts, exp.controls.items(), strict=True):
+        out[k] = c.take(float(part[1:])) if part.startswith("=") else c.positions()[int(part)]
+        if out[k] is None:
+            raise ValueError(f"{exp.name}: {k}={part[1:]} is not allowed; {k} takes {c.allowed()}")
+    return out
+
+
+class LiveView(anywidget.AnyWidget):
+    """The live explorable `exp`, drawn from `values_and_inputs` (checked here: a bad one raises at once)."""
+
+    _esm = HERE / "frontend.js"
+    _css = HERE / "frontend.css"
+    spec = traitlets.Dict().tag(sync=True)
+    frame = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, exp: Explorable, **values_and_inputs):
+        values, self.inputs = exp.resolve(values_and_inputs)
+        self.exp, self.frames, self.drawn, self.png, self.draws = exp, OrderedDict(), None, b"", 0
+        self._cond = threading.Condition()
+        self._want, self._ahead, self._busy = None, [], False
+        key = state_key(exp, values)
+        start = [p if p.startswith("=") else int(p) for p in key.split(",")]
+        super().__init__(spec={**spec(exp, values), "start": start, "keep": KEEP})
+        self.first = self._frame("wide", key)
+        self.frame = self._message("wide", key, self.first, by="")
+        self.on_msg(self._on_msg)
+        threading.Thread(target=self._work, daemon=True, name=f"normlab-{exp.name}").start()
+        _VIEWS.append(weakref.ref(self))
+
+    def __repr__(self) -> str:
+        return f"<live explorable {self.exp.name!r}: run this cell in JupyterLab to move its controls>"
+
+    def _ipython_display_(self):
+        """The widget, after a figure of its first frame that shows wherever the widget cannot (the widget's
+        stylesheet hides the figure next to a working widget, and the error JupyterLab shows for a widget
+        whose kernel has gone)."""
+        from IPython.display import display
+
+        png = base64.b64encode(self.first.png).decode("ascii")
+        caption = f"{self.exp.title}. Run this cell to move the controls."
+        hide = (".jp-OutputArea:has(.normlab-live) > .jp-OutputArea-child:has(.nl-fallback),"
+                ".jp-OutputArea:not(:has(.normlab-live)):has(.nl-fallback) > .jp-OutputArea-child:not(:has("
+                ".nl-fallback)) {display: none}")
+        display({"text/html": f"<figure class='nl-fallback'><style>{hide}</style><img src='data:image/png;base64,"
+                 f"{png}' alt='{html.escape(self.first.alt, quote=True)}' style='max-width:100%' width="
+                 f"'{round(self.exp.size[0] * DPI)}'><figcaption>{html.escape(caption)}</figcaption></figure>",
+                 "image/png": png, "text/plain": caption}, raw=True)
+        bundle = self._repr_mimebundle_()
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        display(data, metadata=metadata, raw=True)
+
+    def _frame(self, layout: str, key: str):
+        hit = self.frames.pop((layout, key), None)
+        if hit is None:
+            hit = self.exp.render(narrow=layout == "narrow", **key_values(self.exp, key), **self.inputs)
+        self.frames[(layout, key)] = hit
+        while len(self.frames) > CACHE:
+            self.frames.popitem(last=False)
+        return hit
+
+    def _message(self, layout, key, f, by: str) -> dict:
+        values = key_values(self.exp, key)
+        labels = [c.format(values[k]) for k, c in self.exp.controls.items()]
+        return {"key": key, "layout": layout, "png": f.png, "rows": list(map(list, f.readouts.items())),
+                "alt": f.alt, "labels": labels, "by": by}
+
+    def _on_msg(self, _widget, content, _buffers) -> None:
+        with self._cond:
+            if "want" in content:
+                self._want = (content.get("layout", "wide"), str(content["want"]), str(content.get("view", "")))
+            if "ahead" in content:
+                self._ahead = [(content.get("layout", "wide"), str(k)) for k in content["ahead"]][:8]
+            self._cond.notify_all()
+
+    def _work(self) -> None:
+        """Draws the latest request, then the states asked for ahead while no request waits."""
+        while True:
+            with self._cond:
+                while self._want is None and not self._ahead:
+                    self._cond.wait()
+                job, ahead = (self._want, None) if self._want else (None, self._ahead.pop(0))
+                self._want, self._busy = None, True
+            try:
+                if job:
+                    layout, key, by = job
+                    f = self._frame(layout, key)
+                    self.frame = self._message(layout, key, f, by)
+                    self.drawn, self.png, self.draws = {**key_values(self.exp, key)}, f.png, self.draws + 1
+                else:
+                    msg = self._message(*ahead, self._frame(*ahead), by="")
+                    self.send({**msg, "png": None, "ahead": True}, [msg["png"]])
+            except Exception as err:  # noqa: BLE001 - shown on the figure: a reader must never face a silent log
+                if job:
+                    self.frame = {"key": job[1], "layout": job[0], "error":
+                                  f"Could not draw this state: {type(err).__name__}: {err}", "by": job[2]}
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+    def wait(self, timeout: float = 10.0) -> bool:
+        """Block until no request waits and the worker is idle (False on timeout); for tests."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._want is None and not self._ahead and not self._busy, timeout)

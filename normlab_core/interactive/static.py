@@ -1,0 +1,104 @@
+"""The static face: every combination of an explorable's stops is drawn once while the book is built, in both
+layouts, into PNG files named by their content and staged in frames_root()/<name>/ with the table of frames,
+table.js, that frontend.js loads when the reader first touches a control (scripts/place_frames.py puts them
+beside the page). The page holds the spec, the first frame and the shared script and stylesheet only, so its
+first load is its HTML plus one frame per explorable. Everything works over http and from file://."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import itertools
+import json
+import os
+import re
+from pathlib import Path
+
+from ..figures.style import DPI
+from .controls import Slider
+from .explorable import Explorable
+
+FRAMES_ENV = "NORMLAB_FRAMES"
+FRAMES_URL = "nl-frames"   # the folder beside a page that holds its explorables' frames
+SHARED = {"normlab-explorable.js": "frontend.js", "normlab-explorable.css": "frontend.css"}
+
+
+def frames_root() -> Path:
+    """Where frames are staged: $NORMLAB_FRAMES, else _build/nl-frames in the repository."""
+    env = os.environ.get(FRAMES_ENV)
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "_build" / FRAMES_URL
+
+
+def spec(exp: Explorable, values: dict) -> dict:
+    """What frontend.js draws the title, controls and presets from, in both faces; `start`: the stop indices of
+    `values`."""
+    def css(size):
+        return [round(size[0] * DPI), round(size[1] * DPI)]
+
+    controls = []
+    for k, c in exp.controls.items():
+        slider = isinstance(c, Slider)
+        controls.append({"label": c.label or k, "kind": "slider" if slider else "choice",
+                         "labels": [c.format(v) for v in c.positions()], "stops": c.positions() if slider else [],
+                         "free": [*c.free, c.integer] if slider and c.free else None})
+    index = [c.positions().index(values[k]) if values[k] in c.positions() else None for k, c in exp.controls.items()]
+    presets = [[label, p.notice, [c.positions().index(v) for v, c in zip(
+        exp.preset_values(label).values(), exp.controls.values(), strict=True)]] for label, p in exp.presets.items()]
+    return {"name": exp.name, "title": exp.title, "controls": controls, "presets": presets, "start": index,
+            "wide": css(exp.size), "narrow": css(exp.narrow_size)}
+
+
+def script() -> str:
+    """frontend.js as a classic script for book pages: run in a scope of its own, booting the page's explorables."""
+    js = (Path(__file__).with_name("frontend.js")).read_text(encoding="utf-8")
+    return "(function () {\n" + js.replace("export default { render };", "boot();") + "})();\n"
+
+
+def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs) -> str:
+    """The page's HTML for `exp`, drawn from `values_and_inputs` (controls at stops); its frames, table.js and the
+    shared script and stylesheet go to `folder` (default frames_root()/<name>) and its parent."""
+    folder = Path(folder) if folder else frames_root() / exp.name
+    folder.mkdir(parents=True, exist_ok=True)
+    values, inputs = exp.resolve(values_and_inputs)
+    start = spec(exp, values)
+    if None in start["start"]:
+        raise ValueError(f"{exp.name}: the static book offers the controls' stops only; got {values}")
+    files, rows, alts, frames, shapes = {}, {}, {}, {}, {}
+    positions = [c.positions() for c in exp.controls.values()]
+    for idx in itertools.product(*(range(len(p)) for p in positions)):
+        state = {k: p[i] for k, p, i in zip(exp.controls, positions, idx, strict=True)}
+        entry = []
+        for narrow in (False, True):
+            f = exp.render(narrow=narrow, **state, **inputs)
+            name = hashlib.sha256(f.png).hexdigest()[:20] + ".png"
+            if name not in files:
+                files[name] = len(files)
+                if not (folder / name).exists():
+                    (folder / name).write_bytes(f.png)
+            entry.append(files[name])
+        for label, text in f.readouts.items():
+            shapes.setdefault(label, set()).add(re.sub("[0-9]", "0", text))
+        frames[",".join(map(str, idx))] = entry + [rows.setdefault(json.dumps(list(f.readouts.items())), len(rows)),
+                                                    alts.setdefault(f.alt, len(alts))]
+    table = {"name": exp.name, "files": list(files), "frames": frames, "rows": [json.loads(r) for r in rows],
+             "alts": list(alts)}
+    (folder / "table.js").write_text(f"normlabTable({json.dumps(table, separators=(',', ':'))});\n", encoding="utf-8")
+    for target, source in SHARED.items():
+        text = script() if target.endswith(".js") else Path(__file__).with_name(source).read_text(encoding="utf-8")
+        if not (folder.parent / target).is_file() or (folder.parent / target).read_text(encoding="utf-8") != text:
+            (folder.parent / target).write_text(text, encoding="utf-8")
+    first = frames[",".join(map(str, start["start"]))]
+    start["first"] = {layout: [table["files"][first[j]], table["rows"][first[2]], table["alts"][first[3]]]
+                      for j, layout in enumerate(("wide", "narrow"))}
+    start["shapes"] = {k: sorted(v) for k, v in shapes.items()}
+    body = json.dumps(start, separators=(",", ":")).replace("</", "<\\/")
+    src = f"{FRAMES_URL}/{exp.name}/"
+    (w, h), (nw, nh) = start["wide"], start["narrow"]
+    slug = re.sub(r"[^a-z0-9-]+", "-", exp.name.lower()).strip("-")
+    return (f'<div class="normlab-explorable" id="nl-{slug}" data-explorable="{html.escape(exp.name)}" '
+            f'data-dir="{src}">\n<link rel="stylesheet" href="{FRAMES_URL}/normlab-explorable.css">\n'
+            f'<script type="application/json" class="nl-spec">{body}</script>\n<picture><source media="(max-width: '
+            f'600px)" srcset="{src}{start["first"]["narrow"][0]}" width="{nw}" height="{nh}"><img class="nl-frame" '
+            f'src="{src}{start["first"]["wide"][0]}" width="{w}" height="{h}" alt="'
+            f'{html.escape(start["first"]["wide"][2], quote=True)}"></picture>\n'
+            f'<script src="{FRAMES_URL}/normlab-explorable.js"></script>\n</div>')

@@ -1,0 +1,60 @@
+"""Shared helpers of the explorable tests (mechanism, catalog, live, static): a toy explorable and frame tools."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import numpy as np
+from PIL import Image
+
+from normlab_core.interactive import Choice, Explorable, Preset, Slider, vector
+
+
+def toy(**kw) -> Explorable:
+    """A small explorable over every feature of the mechanism: a free slider, an integer slider, a choice, an input,
+    presets, a panel whose limits follow a control, a title that follows the state and a legend built per state."""
+
+    def setup(fig, *, narrow, x):
+        ax, bx = fig.subplots(2, 1) if narrow else fig.subplots(1, 2)
+        (line,) = ax.plot(np.arange(x.size), x, "o-", label="x")
+        (marks,) = bx.plot([], [], "s", color="C1")
+        band = bx.axhspan(-1, 1, color="0.9")
+        ax.set_ylim(-12, 12)
+        bx.set_xlim(-0.5, 7.5)
+        bx.set_ylim(-3, 3)
+        note = ax.text(0.03, 0.05, "", transform=ax.transAxes)
+        return {"ax": ax, "bx": bx, "line": line, "marks": marks, "band": band, "note": note}
+
+    def update(art, *, scale, count, kind, x):
+        y = scale * (x - x.mean())
+        art["line"].set_ydata(y)
+        art["ax"].set_ylim(*((-120, 120) if np.abs(y).max() > 12 else (-12, 12)))
+        art["marks"].set_data(np.arange(count), np.sin(np.arange(count)))
+        art["ax"].set_title(f"{kind} at scale {scale:g}", loc="left")
+        art["band"].set_color("0.8" if kind == "band" else "0.9")
+        if count:
+            art["bx"].legend(handles=[art["marks"]], labels=["marks"], loc="upper right")
+        elif art["bx"].get_legend():
+            art["bx"].get_legend().remove()
+        art["note"].set_text(f"largest {np.abs(y).max():.3g}")
+        return {"largest |y|": f"{np.abs(y).max():.4g}", "marks": str(count)}, f"x scaled by {scale:g}: {count} marks"
+
+    options = {"title": "A toy", "setup": setup, "update": update, "inputs": {"x": vector([1.0, 2.0, 4.0, 9.0])},
+               "controls": {"scale": Slider([0.5, 1.0, 2.0, 4.0], 1.0, label="scale", free=(0.0, 10.0)),
+                            "count": Slider([0, 2, 4, 8], 4, label="marks"),
+                            "kind": Choice(["plain", "band"], "plain", label="kind")},
+               "presets": {"big": Preset({"scale": 4.0}, "the line leaves the small axis"),
+                           "banded": Preset({"kind": "band", "count": 0}, "no marks, darker band")},
+               "narrow": (4.0, 5.0)}
+    return Explorable("toy", **{**options, **kw})
+
+
+def pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def every_state(exp) -> list[dict]:
+    """Every combination of the controls' stops."""
+    positions = [c.positions() for c in exp.controls.values()]
+    return [dict(zip(exp.controls, combo, strict=True)) for combo in itertools.product(*positions)]

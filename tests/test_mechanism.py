@@ -1,0 +1,153 @@
+"""The interactive mechanism on a toy explorable (tests/explorable_support.py): controls, inputs, presets, errors,
+and Explorable.render as a pure function of values and inputs."""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import numpy as np
+import pytest
+from explorable_support import every_state, pixels, toy
+
+from normlab_core.interactive import Choice, Explorable, Frame, Preset, Slider, number, vector
+from normlab_core.interactive.explorable import try_this_markdown
+
+
+@pytest.mark.parametrize("value, digits, text", [
+    (1e-5, 4, "1e-5"), (0.0001, 4, "0.0001"), (2.5e7, 4, "2.5e7"), (0.744681, 4, "0.7447"), (100.5, 4, "100.5"),
+    (3, 4, "3"), (np.int64(7), 4, "7"), (0.0, 4, "0"), (-0.0, 4, "0"), (1.0, 4, "1"), (float("nan"), 4, "nan"),
+    (float("-inf"), 4, "-inf"), (True, 4, "True"), (123456.0, 4, "1.235e5"), (-3.2e-8, 2, "-3.2e-8")])
+def test_one_number_formatter(value, digits, text):
+    assert number(value, digits) == text
+
+
+def test_slider_labels_tell_every_stop_apart_and_show_it_exactly():
+    s = Slider([1e-7, 1.0, 1.024, 1.05], 1.024)
+    assert [s.format(v) for v in s.positions()] == ["1e-7", "1", "1.024", "1.05"]
+    assert Slider([0, 6, 12], 6).integer and not Slider([0.0, 6.0], 6.0).integer
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(stops=[1.0], value=1.0), "at least two"), (dict(stops=[2.0, 1.0], value=1.0), "ascending"),
+    (dict(stops=[1.0, 2.0], value=3.0), "one of the stops"), (dict(stops=[1.0, float("inf")], value=1.0), "finite"),
+    (dict(stops=[1.0, 2.0], value=1.0, free=(1.5, 3.0)), "around every stop")])
+def test_bad_sliders_are_refused_with_a_reason(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        Slider(**kwargs)
+
+
+def test_a_slider_takes_its_stops_and_free_values_within_range_only():
+    s = Slider([0, 6, 12], 6, free=(0, 48))
+    assert s.take(6.0) == 6 and type(s.take(6.0)) is int
+    assert s.take(7) == 7 and s.take(7.5) is None and s.take(49) is None and s.take(True) is None
+    t = Slider([0.5, 1.0], 1.0)
+    assert t.take(1) == 1.0 and type(t.take(1)) is float and t.take(0.7) is None
+    assert "any whole number from 0 to 48" in s.allowed() and "any" not in t.allowed()
+
+
+def test_choices_and_presets_check_what_they_are_given():
+    c = Choice([False, True], False, labels=["off", "on"])
+    assert c.take(True) is True and c.take(1) is None and c.format(True) == "on"
+    with pytest.raises(ValueError, match="one-line notice"):
+        Preset({"a": 1}, "two\nlines")
+    with pytest.raises(TypeError, match="dict"):
+        Preset([1], "x")
+    with pytest.raises(ValueError, match="presets set controls"):
+        toy(presets={"bad": Preset({"scale": 0.7}, "not a stop")})
+    with pytest.raises(ValueError, match="presets set controls"):
+        toy(presets={"bad": Preset({"nope": 1}, "no such control")})
+
+
+def test_render_gives_a_png_readouts_and_alt_text_that_states_the_result():
+    exp = toy()
+    f = exp.render()
+    assert isinstance(f, Frame) and f.png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert pixels(f.png).shape == (594, 1296, 3)   # 7.2 x 3.3 in at 2 x 90 dpi
+    assert f.readouts == {"largest |y|": "5", "marks": "4"} and f.alt == "x scaled by 1: 4 marks"
+    narrow = exp.render(narrow=True)
+    assert pixels(narrow.png).shape == (900, 720, 3) and narrow[1:] == f[1:]
+
+
+def test_a_frame_depends_on_its_values_and_inputs_only():
+    """Any order of states, limits that change, a legend rebuilt or removed per state: every frame equals the one a
+    fresh explorable draws."""
+    exp, states = toy(), every_state(toy())
+    random.Random(0).shuffle(states)
+    seen = {}
+    for values in states[:24] + states[:6]:
+        key = tuple(sorted(values.items()))
+        png = exp.render(**values).png
+        assert seen.setdefault(key, png) == png
+    for values in states[:6] + [{"kind": "band", "scale": 4.0}]:
+        assert toy().render(**values).png == exp.render(**values).png, values
+
+
+def test_an_artist_changed_in_some_states_only_is_drawn_and_reported():
+    def update(art, *, on):
+        if on:
+            art.set_color("red")
+        return {}, "alt"
+
+    exp = Explorable("late", title="late", controls={"on": Choice([False, True], False)},
+                     setup=lambda fig, narrow: fig.subplots().axhspan(0, 1, color="blue"), update=update)
+    before = pixels(exp.render().png)
+    after = pixels(exp.render(on=True).png)
+    assert (after != before).any() and exp.late == {"Rectangle(xy=(0, 0), width=1, height=1, angle=0)"}
+    assert not toy().late
+
+
+def test_learner_inputs_and_free_values():
+    exp = toy()
+    own = exp.render(x=[0.0, 10.0], scale=0.5)
+    assert own.readouts["largest |y|"] == "2.5"
+    assert exp.render(scale=2.5).readouts["largest |y|"] == "12.5"
+    assert exp.render(x=np.array([1.0, 2.0, 4.0, 9.0])).png == exp.render().png   # the default input, given
+    assert exp.render(x=[1, 2]).png != exp.render().png
+
+
+@pytest.mark.parametrize("given, error, words", [
+    ({"scale": 11.0}, ValueError, r"scale=11.0 is not allowed; scale takes one of the stops 0.5, 1, 2, 4 \(in Jupyter"),
+    ({"count": 3.5}, ValueError, "count=3.5 is not allowed"), ({"kind": "odd"}, ValueError, "'plain', 'band'"),
+    ({"x": "1, 2"}, TypeError, "x must be a 1-D list or array of 2 to 64 finite numbers; got str"),
+    ({"x": [[1.0, 2.0]]}, ValueError, r"got shape \(1, 2\)"), ({"x": [1.0, np.nan]}, ValueError, "non-finite"),
+    ({"x": [1.0]}, ValueError, r"got shape \(1,\)"), ({"x": ["a", "b"]}, TypeError, "not numbers"),
+    ({"y": 1}, ValueError, r"toy has no control or input named \['y'\]; its controls are \['scale', 'count', "
+                           r"'kind'\] and its inputs \['x'\]")])
+def test_bad_values_and_inputs_say_what_is_allowed(given, error, words):
+    with pytest.raises(error, match=words):
+        toy().render(**given)
+
+
+def test_start_puts_the_controls_where_a_learners_input_needs_them():
+    exp = toy(start=lambda x: {"scale": float(np.ptp(x))})
+    assert exp.defaults() == {"scale": 1.0, "count": 4, "kind": "plain"}
+    assert exp.defaults(x=[0.0, 3.0]) == {"scale": 3.0, "count": 4, "kind": "plain"}
+    assert exp.render(x=[0.0, 3.0]).alt == "x scaled by 3: 4 marks"
+    assert exp.render(x=[0.0, 3.0], scale=1.0).alt == "x scaled by 1: 4 marks"
+
+
+def test_warnings_while_drawing_become_a_note():
+    def update(art, **values):
+        warnings.warn("something to know", stacklevel=1)
+        return {"a": "1"}, "alt"
+
+    exp = Explorable("w", title="w", controls={"v": Slider([1, 2], 1)}, setup=lambda fig, narrow: fig.subplots(),
+                     update=update)
+    assert exp.render().readouts == {"a": "1", "note": "something to know"}
+
+
+def test_presets_fill_in_the_defaults_and_try_this_lists_them_in_order():
+    exp = toy()
+    assert exp.preset_values("banded") == {"scale": 1.0, "count": 0, "kind": "band"}
+    with pytest.raises(ValueError, match="its presets are"):
+        exp.preset_values("nope")
+    text = try_this_markdown(exp)
+    assert text.index("**big**") < text.index("**banded**") and "the line leaves the small axis" in text
+
+
+def test_too_many_combinations_and_clashing_names_are_refused():
+    with pytest.raises(ValueError, match="exceed max_frames=10"):
+        toy(max_frames=10)
+    with pytest.raises(ValueError, match="both a control and an input"):
+        toy(inputs={"scale": vector([1.0, 2.0])})
