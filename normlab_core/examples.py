@@ -20,3 +20,25 @@ MIXED = np.array([3.0, -1.0, 0.5, 2.0, -0.5])
 # Section 23.8: the gradient check's input and upstream gradient dL/dy.
 BACKWARD_INPUT = np.array([1.0, 3.0, 2.0, 5.0, 4.0])
 BACKWARD_UPSTREAM = np.array([0.1, -0.2, 0.3, -0.1, 0.2])
+
+# Section 23.2: batches of sequences whose positions have their own statistics (BatchNorm against LayerNorm).
+POS_MEAN = np.array([4.0, -1.0, 0.0, 1.5, -2.5, 0.5])   # the mean of position t
+POS_STD = np.array([0.5, 1.0, 2.0, 1.0, 3.0, 1.5])      # and its standard deviation
+N_DRAWS, MAX_BATCH, FEATURES = 40, 64, 8                 # batches drawn, examples per batch, features per token
+
+
+def activations(seed: int = 23) -> np.ndarray:
+    """(N_DRAWS, MAX_BATCH, T, FEATURES) activations: batch k, example b, position t, feature d. Position t has mean
+    POS_MEAN[t] and std POS_STD[t]; example 0 is the same ("tracked") example in every batch."""
+    z = np.random.default_rng(seed).standard_normal((N_DRAWS, MAX_BATCH, POS_MEAN.size, FEATURES))
+    z[:, 0] = z[0, 0]
+    return POS_MEAN[None, None, :, None] + POS_STD[None, None, :, None] * z
+
+
+BATCHES = activations()
+
+# Section 23.6: 41 values drawn once from a standard normal (seed 0), centred, scaled to std 1 and sorted, so a plot
+# of them reads as a smooth rising curve. Unevenly spaced on purpose: an evenly spaced ramp can line up with a
+# format's evenly spaced levels at particular offsets and look misleadingly exact there.
+_draw = np.sort(np.random.default_rng(0).standard_normal(41))
+UNEVEN = (_draw - _draw.mean()) / _draw.std()

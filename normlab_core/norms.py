@@ -103,3 +103,20 @@ def batch_norm(x, eps: float = 1e-5) -> np.ndarray:
     x = as_float_array(x)
     moved = np.moveaxis(x, 0, -1)
     return np.moveaxis(layer_norm(moved, eps=eps), -1, 0).astype(out_dtype, copy=False)
+
+
+def batch_norm_sequences(x, eps: float = 1e-5) -> np.ndarray:
+    """BatchNorm of x (..., B, T, D) per feature, pooling every example and position of one batch."""
+    x = as_float_array(x, min_ndim=3)
+    *lead, b, t, d = x.shape
+    flat = np.moveaxis(x.reshape(*lead, b * t, d), -2, 0)       # (B*T, ..., D)
+    return np.moveaxis(batch_norm(flat, eps=eps), 0, -2).reshape(x.shape)
+
+
+def tracked_outputs(batch: int, x=None) -> tuple[np.ndarray, np.ndarray]:
+    """Feature 0 of example 0 after BatchNorm and after LayerNorm, in each batch of x (N, B, T, D; default
+    examples.BATCHES) cut to its first `batch` examples: each (N, T)."""
+    from .examples import BATCHES
+
+    x = BATCHES if x is None else as_float_array(x, min_ndim=4)
+    return batch_norm_sequences(x[:, :batch])[:, 0, :, 0], layer_norm(x[:, :batch])[:, 0, :, 0]

@@ -84,3 +84,24 @@ def spacing(x, fmt: str) -> np.ndarray:
         return np.spacing(r.astype(np.float32)).astype(np.float64) * 2.0**16
     with np.errstate(over="ignore"):
         return np.spacing(r.astype(fmt)).astype(np.float64)
+
+
+def restretch(q) -> np.ndarray:
+    """The best a per-row scale and shift can do with stored outputs q (..., D): (q - mean) / std, in float64.
+
+    A row whose values all rounded to one number has no spread left; it comes back as zeros."""
+    q = as_float_array(q).astype(np.float64)
+    c = q - q.mean(axis=-1, keepdims=True)
+    s = np.sqrt(np.mean(c * c, axis=-1, keepdims=True))
+    return np.where(s > 0, c / np.where(s > 0, s, 1.0), 0.0)
+
+
+def stored_error(offsets, fmt: str, points, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
+    """RMS error, in units of the output's std, left after storing the LayerNorm and RMSNorm outputs of
+    offset + points (points: mean 0, std 1) in `fmt` and re-stretching them: one value per offset, per norm."""
+    from .norms import layer_norm, rms_norm
+
+    points = as_float_array(points)
+    rows = np.asarray(offsets, dtype=np.float64)[:, None] + points[None, :]
+    return tuple(np.sqrt(np.mean((restretch(round_to(norm(rows, eps=eps), fmt)) - points) ** 2, axis=-1))
+                 for norm in (layer_norm, rms_norm))

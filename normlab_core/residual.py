@@ -180,3 +180,39 @@ def sensitivity(x0, depth: int, placement: str, *, method: str = "exact", compon
     options = dict(eps=eps, sublayer=sublayer, final_norm=final_norm, norm=norm)
     diff = (run_stack(nudged, depth, placement, **options) - run_stack(x0, depth, placement, **options)) / step
     return float(np.sqrt(np.sum(diff * diff)))
+
+
+def growth(gain: float, depth: int, x0=None) -> np.ndarray:
+    """|h_l| / |h_0| for l = 0..depth of a running sum that every layer multiplies by `gain` (the sublayer adds
+    back (gain - 1) times the stream), computed with the unnormalized stack on x0 (default [1, 2, 3, 4])."""
+    x0 = as_float_array([1.0, 2.0, 3.0, 4.0] if x0 is None else x0, "x0")
+    norms = stack_curves(x0, depth, "none", sublayer=Affine(gain - 1.0, 0.0))[0]
+    return np.concatenate([[1.0], norms / np.sqrt(np.sum(x0 * x0))])
+
+
+def fd_curves(x0, max_depth: int, placement: str, steps, *, eps: float = 1e-6, sublayer=None,
+              component: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Forward-difference sensitivities ||(out(x0 + h e) - out(x0)) / h|| at depths 1..max_depth for each step h,
+    in x0's dtype, as the reference program measures them: shape (len(steps), max_depth); and each step as taken
+    (x0[component] + h rounded to x0's dtype, minus x0[component])."""
+    x0 = as_float_array(x0, "x0")
+    eps, sublayer = _options(max_depth, placement, eps, sublayer)
+    _seed(x0, component)
+    steps = np.asarray(steps, dtype=x0.dtype)
+    rows = np.repeat(x0[None, :], len(steps) + 1, axis=0)
+    rows[1:, component] += steps
+    taken = (rows[1:, component] - x0[component]).astype(np.float64)
+    out = np.empty((len(steps), max_depth))
+    for d in range(max_depth):                     # every row is its own stack, one layer at a time
+        rows = _layer(rows, placement, sublayer, eps)
+        diff = (rows[1:] - rows[0]) / steps[:, None]
+        out[:, d] = np.sqrt(np.sum(diff * diff, axis=1))
+    return out, taken
+
+
+def depth_curves(norm: str = "rms", x0=None, max_depth: int = 64, *, eps: float = 1e-6, sublayer=None) -> dict:
+    """{"pre": (|out|, sensitivity), "post": (...)} at depths 1..max_depth for a stack on x0 (default [1, 2, 3, 4])
+    with RMSNorm ("rms" or "rms_norm") or LayerNorm ("layer" or "layer_norm"); exact, float64."""
+    norm = {"rms_norm": "rms", "layer_norm": "layer"}.get(norm, norm)
+    x0 = [1.0, 2.0, 3.0, 4.0] if x0 is None else x0
+    return {p: stack_curves(x0, max_depth, p, eps=eps, norm=norm, sublayer=sublayer) for p in ("pre", "post")}

@@ -6,6 +6,8 @@ import io
 import itertools
 
 import numpy as np
+from matplotlib.legend import Legend
+from matplotlib.text import Text
 from PIL import Image
 
 from normlab_core.interactive import Choice, Explorable, Preset, Slider, vector
@@ -58,3 +60,57 @@ def every_state(exp) -> list[dict]:
     """Every combination of the controls' stops."""
     positions = [c.positions() for c in exp.controls.values()]
     return [dict(zip(exp.controls, combo, strict=True)) for combo in itertools.product(*positions)]
+
+
+def text_boxes(fig) -> list:
+    """(description, window extent) of every text the figure shows now: tick labels in view, axis labels, titles,
+    texts, colorbar labels, and each legend as one box. (Draws the figure first: after a frame drawn over a kept
+    background, the ticks may still hold another background's labels.)"""
+    fig.canvas.draw()
+    for a in fig.findobj():   # as the mechanism leaves them after a frame: a drawing only places (stales) titles
+        a.stale = False
+    renderer = fig.canvas.get_renderer()
+    out = []
+
+    def add(t, what):
+        if t.get_visible() and t.get_text().strip():
+            out.append((f"{what} {t.get_text()!r}", t.get_window_extent(renderer)))
+
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            scale = axis.get_transform()   # ticks in view, compared on the axis' own scale (log axes too)
+            lo, hi = sorted(scale.transform(np.asarray(axis.get_view_interval(), dtype=float)))
+            slack = 1e-9 * (hi - lo)
+            for locs, labels in ((axis.get_majorticklocs(), axis.get_majorticklabels()),
+                                 (axis.get_minorticklocs(), axis.get_minorticklabels())):
+                for loc, t in zip(locs, labels, strict=False):
+                    if loc > 0 or axis.get_scale() == "linear":
+                        if lo - slack <= float(scale.transform(np.array([loc], dtype=float))[0]) <= hi + slack:
+                            add(t, "tick label")
+            add(axis.label, "axis label")
+            add(axis.get_offset_text(), "offset text")
+        for a in ax.get_children():
+            if isinstance(a, Legend) and a.get_visible():   # a legend: one box
+                out.append((f"legend {[t.get_text() for t in a.get_texts()]}", a.get_window_extent(renderer)))
+            elif isinstance(a, Text):
+                add(a, "text")
+    for t in fig.texts:
+        add(t, "figure text")
+    return out
+
+
+def text_problems(fig, tolerance: float = 1.0) -> list[str]:
+    """Texts that overlap another (by more than `tolerance` px both ways) or leave the figure."""
+    boxes, problems = text_boxes(fig), []
+    W, H = fig.bbox.width, fig.bbox.height
+    for what, b in boxes:
+        if b.x0 < -tolerance or b.y0 < -tolerance or b.x1 > W + tolerance or b.y1 > H + tolerance:
+            problems.append(f"{what} leaves the figure ({b.x0:.0f}..{b.x1:.0f} x {b.y0:.0f}..{b.y1:.0f} of "
+                            f"{W:.0f}x{H:.0f})")
+    for i, (wa, a) in enumerate(boxes):
+        for wb, b in boxes[i + 1:]:
+            if min(a.x1, b.x1) - max(a.x0, b.x0) > tolerance and min(a.y1, b.y1) - max(a.y0, b.y0) > tolerance:
+                problems.append(f"{wa} overlaps {wb}")
+    return problems

@@ -159,5 +159,17 @@ def vector(default, smallest: int = 2, largest: int = 64) -> Input:
     return Input(convert(default), convert, allowed)
 
 
+def scalar(default: float, lo: float, hi: float) -> Input:
+    """An Input that takes one finite number from lo to hi (as float)."""
+    def convert(v):
+        if not _real(v):
+            raise TypeError(f"got {v!r}")
+        if not lo <= v <= hi:
+            raise ValueError(f"got {v!r}")
+        return float(v)
+
+    return Input(convert(default), convert, f"a number from {number(lo)} to {number(hi)}")
+
+
 def _real(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and math.isfinite(v)

@@ -24,6 +24,9 @@ import warnings
 from collections import OrderedDict, namedtuple
 
 import numpy as np
+from matplotlib.legend import Legend
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from ..figures.style import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style
 from .controls import Preset
@@ -69,10 +72,11 @@ class Explorable:
 
     # -- values and inputs ----------------------------------------------------------------------------
     def defaults(self, **inputs) -> dict:
-        """Every control's starting value: its default or, for inputs a learner passed, what `start` gives."""
+        """Every control's starting value: its default or, for inputs other than the defaults, what `start` gives."""
         out = {k: c.value for k, c in self.controls.items()}
-        if inputs and self._start:
-            out.update(self._start(**self._inputs(inputs)))
+        given = self._inputs(inputs)
+        if self._start and fingerprint(given) != fingerprint(self._inputs({})):
+            out.update(self._start(**given))
         return out
 
     def _inputs(self, given: dict) -> dict:
@@ -101,6 +105,12 @@ class Explorable:
             values[k] = taken
         return values, inputs
 
+    def probes(self) -> list[dict]:
+        """States that move one control to each of its other stops, and the presets: the artists update() changes
+        in any of them are the ones drawn over the background."""
+        out = [{k: v} for k, c in self.controls.items() for v in c.positions() if v != c.value]
+        return out + [p.values for p in self.presets.values()]
+
     def preset_values(self, label: str) -> dict:
         """Every control's value in preset `label` (the rest at their defaults)."""
         if label not in self.presets:
@@ -123,6 +133,10 @@ class Explorable:
                 self._drawings.popitem(last=False)
             return drawing.frame({**values, **inputs})
 
+    def figure(self, *, narrow: bool = False, **inputs):
+        """The matplotlib Figure as last drawn for this layout and these inputs (for tests that read it)."""
+        return self._drawings[(bool(narrow), fingerprint(self.resolve(inputs)[1]))].fig
+
 
 def fingerprint(inputs: dict) -> str:
     """A short digest of a set of inputs (arrays by dtype, shape and bytes; anything else by repr)."""
@@ -140,23 +154,49 @@ class _Drawing:
 
     def __init__(self, exp: Explorable, narrow: bool, start: dict):
         self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size), dpi=DPI * SHARPNESS)
-        self.exp, self.update, self.drawn = exp, exp.update, 0
+        self.exp, self.update = exp, exp.update
         with house_style(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.art = exp.setup(self.fig, narrow=narrow, **{k: start[k] for k in exp.inputs})
             exp.update(self.art, **start)
-        self.fig.canvas.draw()                 # the layout, computed once at the starting state and then kept
-        self.fig.set_layout_engine("none")
-        self.palette = _palette(self._rgba())  # every frame is encoded against the colours of this one
+            self.fig.canvas.draw()
+            boxes, keys, animated = {ax: ax.get_position() for ax in self.fig.axes}, {self._key()}, set()
+            self._clean()
+            for probe in exp.probes():         # the artists update() changes are drawn over the background
+                self.update(self.art, **{**start, **probe})
+                animated.update(a for a in self._artists() if a.stale)
+                if self._key() not in keys:    # other limits or labels: the layout must fit their tick labels too
+                    keys.add(self._key())
+                    self.fig.canvas.draw()
+                    boxes = {ax: Bbox.intersection(b, ax.get_position()) or b for ax, b in boxes.items()}
+                self._clean()
+            self.fig.set_layout_engine("none")  # one layout for every state: the room each of the probes needs
+            for ax, box in boxes.items():
+                ax.set_position(box)
+            exp.update(self.art, **start)
+            self.fig.canvas.draw()
+            self.palette = _palette(self._rgba())   # every frame is encoded against the colours of this one
+        for a in animated:
+            a.set_animated(True)
+        self._clean()
         self.backgrounds: OrderedDict = OrderedDict()
         self.static: set = set()
-        self._clean()
 
     def _artists(self):
+        """The artists update() may change, but for legends and titles: those are drawn into the background and
+        named in its key, since they change rarely and take long to draw."""
         for ax in self.fig.axes:
             skip = {ax.xaxis, ax.yaxis, ax.patch, *ax.spines.values()}
-            yield from (a for a in ax.get_children() if a not in skip)
-        yield from (*self.fig.texts, *self.fig.legends, *self.fig.patches, *self.fig.lines)
+            yield from (a for a in ax.get_children() if a not in skip and not isinstance(a, Legend) and not (
+                isinstance(a, Text) and a.get_transform() == ax.title.get_transform()))
+        yield from (*self.fig.texts, *self.fig.patches, *self.fig.lines)
+
+    def _key(self) -> str:
+        """What a background depends on: every axes' limits, scales, axis labels, titles and legend entries."""
+        return repr([(ax.viewLim.bounds, ax.get_xscale(), ax.get_yscale(), ax.get_xlabel(), ax.get_ylabel(),
+                      [ax.get_title(loc) for loc in ("left", "center", "right")],
+                      [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else None)
+                     for ax in self.fig.axes])
 
     def _clean(self) -> None:
         for a in self._artists():
@@ -176,13 +216,10 @@ class _Drawing:
         changed = [a for a in self._artists() if a.stale and not a.get_animated()]
         for a in changed:          # drawn over the background from now on, in every frame
             a.set_animated(True)
-        if self.static.intersection(changed):
-            self.backgrounds.clear()
-            if self.drawn:         # not changed by the first frame: frames drawn before and after may differ in
-                self.exp.late.update(map(str, self.static.intersection(changed)))   # what lies above it
-        self.drawn += 1
-        key = repr([(ax.viewLim.bounds, ax.get_xscale(), ax.get_yscale(), ax.get_xlabel(), ax.get_ylabel())
-                    for ax in self.fig.axes])
+        if self.static.intersection(changed):   # changed in none of the probes: frames drawn before and after
+            self.backgrounds.clear()             # may differ in what lies above it
+            self.exp.late.update(map(str, self.static.intersection(changed)))
+        key = self._key()
         canvas = self.fig.canvas
         background = self.backgrounds.pop(key, None)
         if background is None:
@@ -196,7 +233,7 @@ class _Drawing:
         for ax in self.fig.axes:   # in the order a full drawing uses
             for a in sorted((a for a in ax.get_children() if a.get_animated()), key=lambda a: a.get_zorder()):
                 ax.draw_artist(a)
-        for a in self.fig.texts + self.fig.legends:
+        for a in self.fig.texts:
             if a.get_animated():
                 self.fig.draw_artist(a)
         self._clean()
@@ -224,9 +261,9 @@ def _palette(rgba: np.ndarray):
 def _png(rgba: np.ndarray, palette) -> bytes:
     from PIL import Image
 
-    buf = io.BytesIO()
+    buf = io.BytesIO()   # zlib level 3: as fast as level 1 and smaller (the static writer packs harder)
     img = Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB")
-    img.quantize(palette=palette, dither=Image.Dither.NONE).save(buf, format="PNG", compress_level=6)
+    img.quantize(palette=palette, dither=Image.Dither.NONE).save(buf, format="PNG", compress_level=3)
     return buf.getvalue()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import io
 import itertools
 import json
 import os
@@ -21,6 +22,15 @@ from .explorable import Explorable
 FRAMES_ENV = "NORMLAB_FRAMES"
 FRAMES_URL = "nl-frames"   # the folder beside a page that holds its explorables' frames
 SHARED = {"normlab-explorable.js": "frontend.js", "normlab-explorable.css": "frontend.css"}
+
+
+def packed(png: bytes) -> bytes:
+    """The same picture, compressed harder for the book (render() favours speed)."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.open(io.BytesIO(png)).save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
 
 
 def frames_root() -> Path:
@@ -70,11 +80,12 @@ def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs
         entry = []
         for narrow in (False, True):
             f = exp.render(narrow=narrow, **state, **inputs)
-            name = hashlib.sha256(f.png).hexdigest()[:20] + ".png"
+            png = packed(f.png)
+            name = hashlib.sha256(png).hexdigest()[:20] + ".png"
             if name not in files:
                 files[name] = len(files)
                 if not (folder / name).exists():
-                    (folder / name).write_bytes(f.png)
+                    (folder / name).write_bytes(png)
             entry.append(files[name])
         for label, text in f.readouts.items():
             shapes.setdefault(label, set()).add(re.sub("[0-9]", "0", text))

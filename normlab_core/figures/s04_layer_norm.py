@@ -1,0 +1,238 @@
+"""Section 23.4: LayerNorm's input, epsilon, gamma and beta; where epsilon stops being negligible."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from matplotlib.ticker import EngFormatter
+
+from ..examples import VECTOR_A
+from ..interactive import Explorable, Preset, Slider, number, scalar, vector
+from ..norms import layer_norm
+from ..stats import mean_var
+from .style import COLORS, label, panels
+
+OUT_LIM = 5.0
+
+
+def nice_limit(span: float) -> float:
+    """The smallest of 1, 2, 5 times a power of ten that is at least 1.15 * span (1 for span 0)."""
+    if span <= 0:
+        return 1.0
+    base = 10.0 ** math.floor(math.log10(1.15 * span))
+    return next(m * base for m in (1, 2, 5, 10) if m * base >= 1.15 * span)
+
+
+def setup(fig, *, narrow, x, eps=None):
+    ax_in, ax_out = panels(fig, narrow)
+    idx = np.arange(x.size)
+    (line_in,) = ax_in.plot(idx, x - x.mean(), "o-", color=COLORS["input"])
+    ax_in.axhline(0, color="0.6", lw=0.8)
+    ax_in.yaxis.set_major_formatter(EngFormatter(sep="\N{THIN SPACE}"))
+    stats_in = ax_in.text(0.02, 0.96, "", transform=ax_in.transAxes, va="top")
+    (line_out,) = ax_out.plot(idx, x - x.mean(), "o-", color=COLORS["layer_norm"], label="LayerNorm(x)")
+    (band_hi,) = ax_out.plot([-0.3, x.size - 0.7], [1, 1], "--", color="0.45", lw=1, label=r"$\beta \pm \gamma$")
+    (band_lo,) = ax_out.plot([-0.3, x.size - 0.7], [-1, -1], "--", color="0.45", lw=1)
+    label(ax_in, "component index i", r"$x_i - \bar{x}$ (input units)", "Input: deviations from its mean")
+    label(ax_out, "component index i", r"$y_i$", r"Output: spread $\gamma$ around $\beta$")
+    ax_out.set_ylim(-OUT_LIM, OUT_LIM)
+    ax_out.legend(loc="upper right")
+    for ax in (ax_in, ax_out):
+        ax.set_xticks(idx if x.size <= 12 else idx[::max(1, x.size // 8)])
+        ax.set_xlim(-0.3, x.size - 0.7)
+    note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color=COLORS["warning"])
+    return {"ax_in": ax_in, "line_in": line_in, "line_out": line_out, "note": note, "stats_in": stats_in,
+            "band_hi": band_hi, "band_lo": band_lo}
+
+
+def draw(art, x, eps, gamma, beta):
+    """Draw input x and its LayerNorm; the readouts and what the output shows."""
+    mean, var = (float(v) for v in mean_var(x))
+    art["ax_in"].set_ylim(-(lim := nice_limit(float(np.max(np.abs(x - mean))))), lim)
+    art["line_in"].set_ydata(x - mean)
+    art["stats_in"].set_text(f"mean(x) = {number(mean, 6)}\nstd(x) = {number(math.sqrt(var))}")
+    art["band_hi"].set_ydata([beta + gamma] * 2)
+    art["band_lo"].set_ydata([beta - gamma] * 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = layer_norm(x, np.full(x.size, gamma), np.full(x.size, beta), eps=eps)
+    ratio = var / (var + eps) if var + eps > 0 else math.nan
+    if caught:  # only the 0/0 case warns
+        art["line_out"].set_ydata(np.full(x.size, np.nan))
+        note, out = "variance 0 and eps 0:\nevery output is 0/0 = NaN (nothing to draw)", "NaN: every component is 0/0"
+        shows = "every output is NaN (0/0), so nothing is drawn on the right"
+    else:
+        art["line_out"].set_ydata(np.clip(y, -OUT_LIM, OUT_LIM))
+        y_mean, y_var = mean_var(y)
+        out = f"mean {float(y_mean):+.6f}, variance {number(y_var, 6)}"
+        note = ("constant input: x - mean is 0,\nso every output is beta" if var == 0 else
+                "gamma = 0: the scale is switched off,\nevery output is beta" if gamma == 0 else
+                "var < eps: epsilon, not the data,\nsets the scale" if ratio < 0.5 else
+                "outputs beyond ±5 are drawn on the edge" if np.abs(y).max() > OUT_LIM else "")
+        shows = (f"the output has mean {number(y_mean, 3)} and standard deviation {number(math.sqrt(y_var), 3)}, "
+                 f"{number(math.sqrt(ratio), 3)} of gamma" if gamma and var else f"every output is {number(beta)}")
+    art["note"].set_text(note)
+    divisor = math.sqrt(var + eps)
+    return {
+        "input": f"mean {number(mean, 6)}, variance {number(var)}, std {number(math.sqrt(var))}",
+        "divisor sqrt(var + eps)": number(divisor) if divisor > 0 else "0: the deviations (all 0) are divided by 0",
+        "var / (var + eps)": (f"{number(ratio, 6)} (1 would mean epsilon is negligible; epsilon's share is "
+                              f"{number(eps / (var + eps), 2)})") if var + eps > 0 else "undefined (0/0)",
+        "output": out,
+    }, shows
+
+
+def _alt(x, eps, gamma, beta, shows) -> str:
+    return (f"Two panels. Left: the {x.size} input values, mean {number(x.mean(), 6)} and standard deviation "
+            f"{number(x.std())}, drawn as deviations from their mean. Right: their LayerNorm with epsilon "
+            f"{number(eps)}, gamma {number(gamma)} and beta {number(beta)} on a fixed axis from -5 to 5, with dashed "
+            f"lines at beta ± gamma: {shows}.")
+
+
+def update_eps(art, *, scale, eps, x):
+    v = x.mean() + scale * (x - x.mean())
+    out, shows = draw(art, v, eps, 1.0, 0.0)
+    return out, _alt(v, eps, 1.0, 0.0, shows)
+
+
+def update_affine(art, *, offset, gamma, beta, x, eps):
+    v = offset + (x - x.mean())
+    out, shows = draw(art, v, eps, gamma, beta)
+    return out, _alt(v, eps, gamma, beta, shows)
+
+
+# -- output spread against input spread -------------------------------------------------------------------------
+SPREADS = np.logspace(-6, 2, 161)
+EPS_FAMILY = (1e-8, 1e-5, 1e-2, 1.0)
+SPREAD_YLIM = (1e-7, 3.0)
+
+
+def spread_curve(x, eps: float) -> np.ndarray:
+    """Output standard deviation of LayerNorm (gamma 1, beta 0) for inputs shaped like x with std SPREADS."""
+    shape = (x - x.mean()) / x.std()
+    return np.sqrt(mean_var(layer_norm(x.mean() + SPREADS[:, None] * shape[None, :], eps=eps))[1])
+
+
+def spread_setup(fig, *, narrow, x):
+    ax = fig.subplots()
+    for e in EPS_FAMILY:
+        ax.plot(SPREADS, spread_curve(x, e), color=COLORS["layer_norm"], alpha=0.25, lw=1.2)
+        ax.text(1.6e-6, 3.5e-6 / math.sqrt(e), rf"$\varepsilon = 10^{{{round(math.log10(e))}}}$", fontsize=7.5,
+                color="0.35", rotation=20 if narrow else 12)
+    (cur,) = ax.plot(SPREADS, SPREADS, color=COLORS["layer_norm"], lw=2.4, label="this epsilon")
+    (dot,) = ax.plot([1.0], [1.0], "o", color=COLORS["marker"], ms=6, label="this input spread", clip_on=False)
+    vline = ax.axvline(1e-3, color=COLORS["rms_norm"], ls="--", lw=1, label=r"input std = $\sqrt{\varepsilon}$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(SPREADS[0], SPREADS[-1])
+    ax.set_ylim(*SPREAD_YLIM)
+    label(ax, "input standard deviation (input units)", "output standard deviation",
+          r"Output spread: 1 until the input's std falls to $\approx\sqrt{\varepsilon}$" if narrow else
+          r"Output spread is 1 until the input's std falls to about $\sqrt{\varepsilon}$, then it falls with it")
+    return {"ax": ax, "cur": cur, "dot": dot, "vline": vline, "x": x}
+
+
+def spread_update(art, *, spread, eps, x):
+    art["cur"].set_ydata(np.clip(spread_curve(x, eps), *SPREAD_YLIM))
+    shape = (x - x.mean()) / x.std()
+    out_std = math.sqrt(float(mean_var(layer_norm(x.mean() + spread * shape, eps=eps))[1]))
+    art["dot"].set_data([spread], [max(out_std, SPREAD_YLIM[0])])
+    root = math.sqrt(eps)
+    art["vline"].set_xdata([root] * 2 if eps else [np.nan] * 2)
+    drawn = [art["cur"], art["dot"]] + ([art["vline"]] if eps else [])   # the legend lists what is drawn
+    art["ax"].legend(handles=drawn, loc="lower right")
+    formula = spread / math.sqrt(spread ** 2 + eps)
+    out = {
+        "output std (LayerNorm, float64)": number(out_std, 6),
+        "formula s / sqrt(s² + eps)": number(formula, 6),
+        "sqrt(eps)": number(root, 3) + ("  (eps = 0: any spread, however tiny, is blown up to std 1)" if eps == 0
+                                        else ""),
+    }
+    where = "above" if spread > root else "below"
+    alt = (f"Log-log plot of LayerNorm's output standard deviation against the input's standard deviation (1e-6 to "
+           f"100) for epsilon 1e-8, 1e-5, 1e-2 and 1 (faint) and epsilon {number(eps)} (bold). At input std "
+           f"{number(spread)}, {where} sqrt(eps) = {number(root, 3)}, the output std is {number(out_std, 4)}.")
+    return out, alt
+
+
+EPS_STOPS = [0.0, 1e-8, 1e-5, 1e-2, 1.0]        # every third decade: the faint curves of layer_norm_spread
+
+EPS_PRESETS = {
+    "scale 0, epsilon 0": Preset({"scale": 0.0, "eps": 0.0}, (
+        "all six inputs are equal, so every output is 0/0: NaN, and nothing is drawn")),
+    "scale 0, epsilon 1e-8": Preset({"scale": 0.0, "eps": 1e-8}, (
+        "one stop of epsilon is enough: the deviations (all 0) are divided by sqrt(eps) instead of 0, and "
+        "every output is beta")),
+    "epsilon 1": Preset({"eps": 1.0}, (
+        "at scale 1 the variance is 2.917, so var / (var + eps) drops to 0.744681 and the output shrinks inside "
+        "the dashed beta ± gamma lines")),
+    "scale 0.001": Preset({"scale": 1e-3}, (
+        "the variance is now 2.917e-6, below the default epsilon 1e-5: the ratio falls to 0.225806 and the "
+        "output's spread collapses")),
+    "scale 0.001, epsilon 1e-8": Preset({"scale": 1e-3, "eps": 1e-8}, (
+        "the same small input with a much smaller epsilon is normalized to full spread again: whether "
+        "epsilon matters depends on the input's variance")),
+}
+
+AFFINE_PRESETS = {
+    "offset -100": Preset({"offset": -100.0}, (
+        "the input panel's deviations and the output are exactly as at offset 100.5; only the printed mean "
+        "changed: LayerNorm cannot see an offset")),
+    "offset 200": Preset({"offset": 200.0}, "the same again at the other end of the range"),
+    "gamma 2": Preset({"gamma": 2.0}, (
+        "the shape stays and its spread doubles: the output variance is gamma² = 4 (times a ratio that "
+        "epsilon keeps a hair under 1)")),
+    "gamma 0.5, beta 1": Preset({"gamma": 0.5, "beta": 1.0}, (
+        "gamma sets the spread and beta the centre: the output now sits between the dashed lines at 0.5 and "
+        "1.5")),
+    "gamma 0": Preset({"gamma": 0.0}, "gamma 0 switches the scale off: every output is beta"),
+}
+
+SPREAD_PRESETS = {
+    "epsilon 0.01": Preset({"eps": 1e-2}, (
+        "the reference vector's spread (std 1.708, variance 2.917) is far above epsilon: the dot stays at "
+        "0.998289")),
+    "epsilon 1": Preset({"eps": 1.0}, (
+        "once epsilon is comparable with the input's variance the dot leaves the plateau: 0.862971")),
+    "spread 0.01": Preset({"spread": 0.01}, (
+        "at the default epsilon 1e-5 the dashed line sits at sqrt(eps) = 0.00316; a spread three times "
+        "larger is still close to the plateau (0.953463)")),
+    "spread 0.001": Preset({"spread": 1e-3}, "below the dashed line the output spread falls: 0.301511"),
+    "spread 1e-5": Preset({"spread": 1e-5}, (
+        "far below sqrt(eps) the curve falls with slope 1: output std 0.00316226, about a hundred times less "
+        "than at spread 0.001, for a hundred times less input spread")),
+    "epsilon 0, spread 1e-6": Preset({"eps": 0.0, "spread": 1e-6}, (
+        "without epsilon the curve is flat at 1 everywhere, so even a wobble of 1e-6 is blown up to unit "
+        "spread: the amplification of noise epsilon also protects against")),
+}
+
+
+def entries() -> list:
+    """The explorables of section 23.4."""
+    x = vector(VECTOR_A, 2, 64)
+    eps = Slider(EPS_STOPS, 1e-5, label="epsilon", free=(0.0, 10.0))
+    return [
+        Explorable("layer_norm_eps", title="LayerNorm's epsilon: shrink the input's spread and change epsilon",
+                   controls={"scale": Slider([0.0, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0], 1.0,
+                                             label="scale (multiplies x's deviations)", free=(0.0, 100.0)),
+                             "eps": eps},
+                   inputs={"x": x}, setup=setup, update=update_eps, presets=EPS_PRESETS, narrow=(4.0, 5.4)),
+        Explorable("layer_norm_affine", title="LayerNorm ignores the offset; gamma and beta set the output's "
+                   "spread and centre",
+                   controls={"offset": Slider([-100.0, 0.0, 100.5, 200.0], 100.5, label="offset (the mean of x)",
+                                              free=(-1e4, 1e4)),
+                             "gamma": Slider([0.0, 0.5, 1.0, 1.5, 2.0], 1.0, label="gamma", free=(-5.0, 5.0)),
+                             "beta": Slider([-2.0, -1.0, 0.0, 1.0, 2.0], 0.0, label="beta", free=(-5.0, 5.0))},
+                   inputs={"x": x, "eps": scalar(1e-5, 0.0, 10.0)}, start=lambda x, eps: {"offset": float(x.mean())},
+                   setup=setup, update=update_affine, presets=AFFINE_PRESETS, narrow=(4.0, 5.4)),
+        Explorable("layer_norm_spread", title="Where epsilon stops being negligible: output spread against input "
+                   "spread",
+                   controls={"spread": Slider([1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 1.708, 10.0, 100.0], 1.708,
+                                              label="input standard deviation", free=(1e-6, 100.0)),
+                             "eps": eps},
+                   inputs={"x": x}, start=lambda x: {"spread": float(x.std())}, setup=spread_setup,
+                   update=spread_update, presets=SPREAD_PRESETS,
+                   narrow=(4.0, 4.2)),
+    ]
