@@ -17,6 +17,7 @@ Groups are handed out in collection order (`--no-loadscope-reorder`); the slowes
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import pytest
@@ -33,8 +34,14 @@ SPLIT = {
 }
 # Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
 SLOWEST = ["test_page_on_a_laptop", "test_page_on_a_phone"]
-FIRST = ["test_grading_exchange.py", "test_grading_pipeline.py", "test_assignments.py", "test_explorable_content.py",
+FIRST = ["test_grading_exchange.py", "test_grading_pipeline.py", "test_assignments.py", "test_catalog.py",
+         "test_explorable_content.py",
          "test_explore.py", "test_site_reading.py", "test_browser.py"]
+
+
+# files whose tests are grouped by the explorable they are about (the first word of the test's parameters), so that
+# each explorable's frames are drawn once, in one process
+BY_EXPLORABLE = {"test_catalog.py"}
 
 
 def group(nodeid: str) -> str:
@@ -42,6 +49,8 @@ def group(nodeid: str) -> str:
     name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     if name in GROUPS:
         return GROUPS[name]
+    if name in BY_EXPLORABLE and "[" in nodeid:
+        return f"{name}-{re.match(r'[a-z0-9_]+', nodeid.split('[', 1)[1]).group(0)}"
     if name in SPLIT:
         if SPLIT[name] is None:
             return nodeid

@@ -62,24 +62,29 @@ def every_state(exp) -> list[dict]:
     return [dict(zip(exp.controls, combo, strict=True)) for combo in itertools.product(*positions)]
 
 
-def text_boxes(fig) -> list:
-    """(description, window extent) of every text the figure shows now: tick labels in view, axis labels, titles,
-    texts, colorbar labels, and each legend as one box. (Draws the figure first: after a frame drawn over a kept
-    background, the ticks may still hold another background's labels.)"""
-    fig.canvas.draw()
-    for a in fig.findobj():   # as the mechanism leaves them after a frame: a drawing only places (stales) titles
-        a.stale = False
+def figure_key(fig) -> str:
+    """What the figure's still parts depend on (the mechanism keeps one background per such key)."""
+    return repr([(ax.get_position().bounds, ax.viewLim.bounds, ax.get_xscale(), ax.get_yscale(), ax.get_xlabel(),
+                  ax.get_ylabel(), [ax.get_title(loc) for loc in ("left", "center", "right")],
+                  [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else None)
+                 for ax in fig.axes])
+
+
+def text_boxes(fig, changing: bool) -> list:
+    """(description, window extent) of the texts the figure shows now that update() changes (changing=True: texts
+    drawn over the background), or of all the others: tick labels in view, axis labels, titles, colorbar labels,
+    fixed texts, and each legend as one box."""
     renderer = fig.canvas.get_renderer()
     out = []
 
     def add(t, what):
-        if t.get_visible() and t.get_text().strip():
+        if t.get_visible() and t.get_text().strip() and t.get_animated() == changing:
             out.append((f"{what} {t.get_text()!r}", t.get_window_extent(renderer)))
 
     for ax in fig.axes:
         if not ax.get_visible():
             continue
-        for axis in (ax.xaxis, ax.yaxis):
+        for axis in () if changing else (ax.xaxis, ax.yaxis):
             scale = axis.get_transform()   # ticks in view, compared on the axis' own scale (log axes too)
             lo, hi = sorted(scale.transform(np.asarray(axis.get_view_interval(), dtype=float)))
             slack = 1e-9 * (hi - lo)
@@ -92,7 +97,7 @@ def text_boxes(fig) -> list:
             add(axis.label, "axis label")
             add(axis.get_offset_text(), "offset text")
         for a in ax.get_children():
-            if isinstance(a, Legend) and a.get_visible():   # a legend: one box
+            if isinstance(a, Legend) and a.get_visible() and not changing:   # a legend: one box
                 out.append((f"legend {[t.get_text() for t in a.get_texts()]}", a.get_window_extent(renderer)))
             elif isinstance(a, Text):
                 add(a, "text")
@@ -101,16 +106,35 @@ def text_boxes(fig) -> list:
     return out
 
 
-def text_problems(fig, tolerance: float = 1.0) -> list[str]:
-    """Texts that overlap another (by more than `tolerance` px both ways) or leave the figure."""
-    boxes, problems = text_boxes(fig), []
+_STILL: dict = {}   # figure -> {figure_key: (still text boxes, their problems)}
+
+
+def text_problems(fig, tolerance: float = 2.0) -> list[str]:
+    """Texts that overlap another (by more than `tolerance` px both ways, 1 CSS px) or leave the figure. The still
+    texts are measured once per figure_key, after a full drawing (a frame drawn over a kept background may leave the
+    ticks holding another background's labels)."""
+    still = _STILL.setdefault(id(fig), {})
+    key = figure_key(fig)
+    if key not in still:
+        fig.canvas.draw()
+        for a in fig.findobj():   # as the mechanism leaves them after a frame: a drawing only places titles
+            a.stale = False
+        boxes = text_boxes(fig, changing=False)
+        still[key] = (boxes, _clashes(fig, boxes, [], tolerance))
+    boxes, problems = still[key]
+    return problems + _clashes(fig, text_boxes(fig, changing=True), boxes, tolerance)
+
+
+def _clashes(fig, boxes, others, tolerance) -> list[str]:
+    """Boxes that leave the figure, overlap each other, or overlap one of `others`."""
+    problems = []
     W, H = fig.bbox.width, fig.bbox.height
     for what, b in boxes:
         if b.x0 < -tolerance or b.y0 < -tolerance or b.x1 > W + tolerance or b.y1 > H + tolerance:
             problems.append(f"{what} leaves the figure ({b.x0:.0f}..{b.x1:.0f} x {b.y0:.0f}..{b.y1:.0f} of "
                             f"{W:.0f}x{H:.0f})")
     for i, (wa, a) in enumerate(boxes):
-        for wb, b in boxes[i + 1:]:
+        for wb, b in boxes[i + 1:] + others:
             if min(a.x1, b.x1) - max(a.x0, b.x0) > tolerance and min(a.y1, b.y1) - max(a.y0, b.y0) > tolerance:
                 problems.append(f"{wa} overlaps {wb}")
     return problems

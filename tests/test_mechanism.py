@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from explorable_support import every_state, pixels, toy
+from explorable_support import every_state, pixels, text_problems, toy
 
 from normlab_core.interactive import Choice, Explorable, Frame, Preset, Slider, number, vector
 from normlab_core.interactive.explorable import try_this_markdown
@@ -154,3 +154,21 @@ def test_too_many_combinations_and_clashing_names_are_refused():
         toy(max_frames=10)
     with pytest.raises(ValueError, match="both a control and an input"):
         toy(inputs={"scale": vector([1.0, 2.0])})
+
+
+def test_the_text_check_finds_overlaps_and_texts_off_the_figure():
+    """The catalog's readability check (explorable_support.text_problems) on a figure built to fail it."""
+    def setup(fig, narrow):
+        ax = fig.subplots()
+        ax.set_ylabel("a label")
+        return {"ax": ax, "t": ax.text(-0.02, 0.5, "over the ticks", transform=ax.transAxes, ha="right")}
+
+    def update(art, *, v):
+        art["t"].set_x(-0.02 if v else 1.2)
+        return {}, "alt"
+
+    exp = Explorable("bad", title="bad", controls={"v": Choice([True, False], True)}, setup=setup, update=update)
+    exp.render()
+    assert any("overlaps" in p and "over the ticks" in p for p in text_problems(exp.figure()))
+    exp.render(v=False)
+    assert any("'over the ticks' leaves the figure" in p for p in text_problems(exp.figure()))

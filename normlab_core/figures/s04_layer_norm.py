@@ -38,13 +38,12 @@ def setup(fig, *, narrow, x, eps=None):
     label(ax_in, "component index i", r"$x_i - \bar{x}$ (input units)", "Input: deviations from its mean")
     label(ax_out, "component index i", r"$y_i$", r"Output: spread $\gamma$ around $\beta$")
     ax_out.set_ylim(-OUT_LIM, OUT_LIM)
-    ax_out.legend(loc="upper right")
     for ax in (ax_in, ax_out):
         ax.set_xticks(idx if x.size <= 12 else idx[::max(1, x.size // 8)])
         ax.set_xlim(-0.3, x.size - 0.7)
     note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color=COLORS["warning"])
-    return {"ax_in": ax_in, "line_in": line_in, "line_out": line_out, "note": note, "stats_in": stats_in,
-            "band_hi": band_hi, "band_lo": band_lo}
+    return {"ax_in": ax_in, "ax_out": ax_out, "line_in": line_in, "line_out": line_out, "note": note,
+            "stats_in": stats_in, "band_hi": band_hi, "band_lo": band_lo}
 
 
 def draw(art, x, eps, gamma, beta):
@@ -74,6 +73,8 @@ def draw(art, x, eps, gamma, beta):
         shows = (f"the output has mean {number(y_mean, 3)} and standard deviation {number(math.sqrt(y_var), 3)}, "
                  f"{number(math.sqrt(ratio), 3)} of gamma" if gamma and var else f"every output is {number(beta)}")
     art["note"].set_text(note)
+    drawn = [art["band_hi"]] if caught else [art["line_out"], art["band_hi"]]   # the legend lists what is drawn
+    art["ax_out"].legend(handles=drawn, loc="upper right")
     divisor = math.sqrt(var + eps)
     return {
         "input": f"mean {number(mean, 6)}, variance {number(var)}, std {number(math.sqrt(var))}",
@@ -193,7 +194,7 @@ AFFINE_PRESETS = {
 SPREAD_PRESETS = {
     "epsilon 0.01": Preset({"eps": 1e-2}, (
         "the reference vector's spread (std 1.708, variance 2.917) is far above epsilon: the dot stays at "
-        "0.998289")),
+        "0.99829")),
     "epsilon 1": Preset({"eps": 1.0}, (
         "once epsilon is comparable with the input's variance the dot leaves the plateau: 0.862971")),
     "spread 0.01": Preset({"spread": 0.01}, (

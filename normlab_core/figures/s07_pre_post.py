@@ -210,10 +210,10 @@ FINAL_PRESETS = {
         "both output lengths now sit at 2 (the thin post-norm line runs inside the wide pre-norm one), and "
         "pre-norm's sensitivity falls instead of rising")),
     "final norm on, depth 256": Preset({"final_norm": True, "depth": 256}, (
-        "pre-norm falls only slowly: 0.1881 at 256 layers, about half its depth-1 value, against post-norm's "
+        "pre-norm falls only slowly: 0.188 at 256 layers, about half its depth-1 value, against post-norm's "
         "2.598e-8")),
     "final norm off, depth 256": Preset({"depth": 256}, (
-        "without the final norm pre-norm's output has grown to length 311.1; that growth is what the final norm "
+        "without the final norm pre-norm's output has grown to length 311; that growth is what the final norm "
         "divides out")),
 }
 

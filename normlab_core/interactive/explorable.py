@@ -19,6 +19,7 @@ import importlib
 import io
 import math
 import pkgutil
+import re
 import threading
 import warnings
 from collections import OrderedDict, namedtuple
@@ -278,7 +279,7 @@ def catalog() -> dict:
         from .. import figures
 
         out = {}
-        for mod in sorted(m.name for m in pkgutil.iter_modules(figures.__path__) if m.name[:1] == "s"):
+        for mod in sorted(m.name for m in pkgutil.iter_modules(figures.__path__) if re.fullmatch(r"s\d\d_\w+", m.name)):
             for exp in importlib.import_module(f"{figures.__name__}.{mod}").entries():
                 if exp.name in out:
                     raise ValueError(f"two explorables are named {exp.name!r}")
