@@ -23,7 +23,7 @@ from .style import DPI, HEIGHT_IN, SHARPNESS, WIDTH_IN, blank_figure, house_styl
 
 __all__ = ["Choice", "Explorable", "Preset", "Slider", "catalog", "get", "show", "try_this", "STATIC_ENV"]
 
-from .display import STATIC_ENV, static_mode
+from .display import STATIC_ENV
 
 BACKGROUNDS = 12  # cached backgrounds (one per set of axis limits) per explorable: ~3 MB each at 2x
 
@@ -253,21 +253,6 @@ def try_this_markdown(exp: Explorable) -> str:
     return "\n".join(lines)
 
 
-def try_this(name: str):
-    """A bulleted "Try this" list (IPython Markdown) from the presets of catalog entry `name`."""
-    from IPython.display import Markdown
-
-    return Markdown(try_this_markdown(get(name)))
-
-
-def show(name: str, **values):
-    """Display catalog entry `name`: the live widget in a kernel, the static slider when NORMLAB_STATIC=1."""
-
-    from IPython.display import HTML, display
-
-    exp = get(name)
-    if static_mode():
-        display(HTML(exp.static()))
-    else:
-        display(exp.live(**values))
-
+# The notebooks' show() and try_this() are the new mechanism's (normlab_core.interactive) until the notebooks import
+# them from there; the rest of this module goes with the old mechanism.
+from .interactive import show, try_this  # noqa: E402, F401

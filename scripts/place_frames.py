@@ -1,10 +1,11 @@
-"""Put each static explorable's frame files beside the page that shows it (run by `make book`).
+"""Put each static explorable's files beside the page that shows it (run by `make book`).
 
-While the book is built, `normlab_core.static` renders every combination of an explorable's controls
-and stages the distinct PNG frames in a folder (NORMLAB_FRAMES, default _build/nl-frames/<name>/).
-A page refers to them by a relative address, `nl-frames/<name>/<hash>.png`, listed in the
-explorable's embedded JSON. This script reads every built page, copies exactly the files it lists
-from the staging folder to `<page folder>/nl-frames/<name>/`, and fails (exit 1) when one is missing.
+While the book is built, `normlab_core.interactive.static` draws every combination of an explorable's stops in
+both layouts and stages the frames and their table (table.js) in a folder (NORMLAB_FRAMES, default
+_build/nl-frames/<name>/), with the one script and stylesheet of every explorable beside them. A page names its
+explorables' folders (`data-dir="nl-frames/<name>/"`). This script copies, for every built page, the shared
+script and stylesheet and exactly the files each table lists to `<page folder>/nl-frames/`, and fails (exit 1)
+when one is missing.
 
     python scripts/place_frames.py [_build/html] [_build/nl-frames]
 """
@@ -17,41 +18,46 @@ import shutil
 import sys
 from pathlib import Path
 
-DATA = re.compile(r'<script type="application/json" class="nl-data">(.*?)</script>', re.S)
+DIR = re.compile(r'<div class="normlab-explorable"[^>]*\sdata-dir="([^"]+)"')
+SHARED = ("normlab-explorable.js", "normlab-explorable.css")
 
 
-def page_frames(text: str) -> list[tuple[str, list[str]]]:
-    """(frame folder address, file names) of every static explorable in a page's HTML."""
-    out = []
-    for m in DATA.finditer(text):
-        data = json.loads(m.group(1))
-        out.append((data["dir"], list(data["files"])))
-    return out
+def table_files(table_js: Path) -> list[str]:
+    """The frame files a table.js lists."""
+    text = table_js.read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1:text.rindex(")")])["files"]
 
 
 def place(site: Path, staging: Path) -> tuple[int, int, list[str]]:
-    """Copy the frames every page needs; (pages with explorables, files placed, problems)."""
+    """Copy what every page needs; (pages with explorables, files placed, problems)."""
     problems, pages, placed = [], 0, 0
+
+    def copy(src: Path, dest: Path, page: Path) -> None:
+        nonlocal placed
+        if not src.is_file():
+            problems.append(f"{page.relative_to(site)}: {src} was not rendered")
+        elif not dest.is_file() or dest.stat().st_size != src.stat().st_size:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+            placed += 1
+
     for page in sorted(site.rglob("*.html")):
         if "_static" in page.parts or "_sources" in page.parts:
             continue
-        found = page_frames(page.read_text(encoding="utf-8"))
-        pages += bool(found)
-        for folder, files in found:
+        folders = DIR.findall(page.read_text(encoding="utf-8"))
+        pages += bool(folders)
+        for name in SHARED if folders else ():
+            copy(staging / name, page.parent / "nl-frames" / name, page)
+        for folder in folders:
             parts = folder.strip("/").split("/")
             if len(parts) != 2 or parts[0] != "nl-frames" or ".." in parts:
                 problems.append(f"{page.relative_to(site)}: unexpected frame folder {folder!r}")
                 continue
-            dest = page.parent / folder
-            dest.mkdir(parents=True, exist_ok=True)
-            for name in files:
-                src = staging / parts[1] / name
-                if not src.is_file():
-                    problems.append(f"{page.relative_to(site)}: frame {src} was not rendered")
-                    continue
-                if not (dest / name).is_file():
-                    shutil.copyfile(src, dest / name)
-                    placed += 1
+            source = staging / parts[1]
+            copy(source / "table.js", page.parent / folder / "table.js", page)
+            if (source / "table.js").is_file():
+                for name in table_files(source / "table.js"):
+                    copy(source / name, page.parent / folder / name, page)
     return pages, placed, problems
 
 
@@ -67,7 +73,7 @@ def main(argv: list[str]) -> int:
     if problems:
         return 1
     total = sum(f.stat().st_size for f in site.rglob("nl-frames/*/*.png"))
-    print(f"place_frames: {placed} frame files placed for {pages} pages ({total / 2**20:.1f} MB of frames)")
+    print(f"place_frames: {placed} files placed for {pages} pages ({total / 2**20:.1f} MB of frames)")
     return 0
 
 

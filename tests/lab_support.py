@@ -277,9 +277,9 @@ def jsonable(value):
 def plan(exp) -> list[tuple]:
     """The steps the JupyterLab test takes on explorable `exp`, with the state each one must reach:
     (what, kind, control index, key / option index / preset label, state). Every slider visits all of its
-    stops (Home, then ArrowRight to the last), every toggle clicks each other option and back, then every
+    stops (Home, then ArrowRight to the last), every choice picks each other option and its own again, then every
     preset is clicked; a control keeps its value while the next ones move."""
-    from normlab_core.controls import Slider
+    from normlab_core.interactive import Slider
 
     state = jsonable(exp.defaults())
     steps = [("as first drawn", "none", None, None, state)]
@@ -295,8 +295,8 @@ def plan(exp) -> list[tuple]:
             start = pos.index(state[k])
             for i in [i for i in range(len(pos)) if i != start] + [start]:
                 state = {**state, k: pos[i]}
-                steps.append((f"{k} -> {pos[i]!r} (click)", "click", ci, i, state))
-    for label in exp.presets or {}:
+                steps.append((f"{k} -> {pos[i]!r} (pick)", "pick", ci, i, state))
+    for label in exp.presets:
         state = jsonable(exp.preset_values(label))
         steps.append((f"preset {label!r}", "preset", None, label, state))
     return steps
@@ -313,21 +313,19 @@ def src_key(png: bytes) -> str:
     return f"{len(src)}:{src[-48:]}"
 
 
-def expected_views(name: str) -> list[dict]:
+def expected_views(name: str, narrow: bool = False, **inputs) -> list[dict]:
     """For each step of plan(get(name)): the frame key, readouts rows, control labels and alt text the page
-    must show, rendered by a fresh Explorable in this process (run in a worker process by the test)."""
+    must show, rendered by a fresh catalog in this process (run in a worker process by the test)."""
     os.environ.setdefault("MPLBACKEND", "Agg")
-    from normlab_core import explore
+    from normlab_core.interactive import get
 
-    exp = explore.get(name)
+    exp = get(name)
     out, cache = [], {}
     for *_, state in plan(exp):
         key = json.dumps(state, sort_keys=True)
         if key not in cache:
-            values = exp.values(**state)
-            png, readouts = exp.render(**values)
-            cache[key] = {"src": src_key(png), "readouts": [[str(k), str(v)] for k, v in readouts.items()],
-                          "controls": [c.format(values[k]) for k, c in exp.controls.items()],
-                          "alt": exp.alt(**values)}
+            f = exp.render(narrow=narrow, **state, **inputs)
+            cache[key] = {"src": src_key(f.png), "readouts": [list(r) for r in f.readouts.items()],
+                          "controls": [c.format(state[k]) for k, c in exp.controls.items()], "alt": f.alt}
         out.append(cache[key])
     return out

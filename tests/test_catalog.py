@@ -260,3 +260,20 @@ def test_notice_quotes_what_the_readouts_show(name, label, readout, shown, quote
 
 def test_every_explorable_has_its_notice_numbers_checked():
     assert {n for n, *_ in NOTICE_NUMBERS} == set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_values_typed_between_and_beyond_the_stops_never_raise(name):
+    """The live face takes typed values within each slider's free range: its ends and values between the stops
+    draw, with readouts that explain any non-finite number (controls never raise)."""
+    exp, rng = get(name), np.random.default_rng(21)
+    free = {k: c for k, c in exp.controls.items() if isinstance(c, Slider) and c.free}
+    assert free, f"{name}: no slider takes typed values"
+    for k, c in free.items():
+        lo, hi = c.free
+        picks = [lo, hi, *rng.uniform(lo, hi, 2)]
+        for v in picks:
+            v = int(round(v)) if c.integer else float(v)
+            f = exp.render(**{k: v})
+            text = " ".join(f.readouts.values())
+            assert not NON_FINITE.search(text) or re.search(r"0/0|NaN|undefined", text), (name, k, v, f.readouts)

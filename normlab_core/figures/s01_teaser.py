@@ -104,4 +104,4 @@ def entries() -> list:
                   "gain": Slider([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], 0.5,
                                  label="sublayer gain a in F(v) = a v + 0.1", free=(0.0, 2.0))},
         inputs={"x0": vector(STACK_INPUT, 1, 64)}, setup=setup, update=update, presets=PRESETS,
-        narrow=(4.0, 5.4))]
+        narrow=(3.3, 5.4))]

@@ -39,7 +39,7 @@ def gain_setup(fig, *, narrow):
     img = ax_m.imshow(logmag, origin="lower", aspect="auto", cmap="PuOr_r", vmin=-6, vmax=6,
                       extent=(0, MAX_DEPTH, *GAIN_RANGE))
     cs = ax_m.contour(depths, gains, logmag, levels=[-3, -1, 1, 3], colors="k", linewidths=0.7)
-    ax_m.clabel(cs, fmt={-3: "1/1000×", -1: "1/10×", 1: "10×", 3: "1000×"}, fontsize=7.5)
+    ax_m.clabel(cs, fmt={-3: "1/1000×", -1: "1/10×", 1: "10×", 3: "1000×"}, fontsize=8)
     cbar = fig.colorbar(img, ax=ax_m, ticks=[-6, -3, 0, 3, 6])
     cbar.set_label(r"$\log_{10}(\|h_L\| / \|h_0\|)$")
     (mark,) = ax_m.plot([24], [1.1], "o", mfc="none", mec="k", mew=2, ms=9, clip_on=False)
@@ -81,7 +81,8 @@ def batch_setup(fig, *, narrow):
     picture = ax_t.imshow(BATCHES[0].reshape(MAX_BATCH, T * FEATURES).T, cmap="Greys", vmin=-6, vmax=6,
                           aspect="auto", origin="upper", interpolation="nearest",
                           extent=(-0.5, MAX_BATCH - 0.5, T * FEATURES - 0.5, -0.5))
-    ax_t.set_yticks([t * FEATURES + (FEATURES - 1) / 2 for t in range(T)], [f"position {t}" for t in range(T)])
+    ax_t.set_yticks([t * FEATURES + (FEATURES - 1) / 2 for t in range(T)],
+                    [f"t = {t}" if narrow else f"position {t}" for t in range(T)])
     for t in range(1, T):
         ax_t.axhline(t * FEATURES - 0.5, color="0.4", lw=0.6)
     ax_t.set_xlim(-0.5, MAX_BATCH - 0.5)
@@ -92,10 +93,10 @@ def batch_setup(fig, *, narrow):
     ax_t.add_patch(Rectangle((-0.5, TRACK_POS * FEATURES - 0.5), 1, FEATURES, fill=False, ec=COLORS["layer_norm"],
                              lw=2.2))
     ax_t.legend(handles=[Patch(fill=False, ec=COLORS["batch_norm"], lw=1.8,
-                               label="a BatchNorm mean: feature 0, whole batch"),
+                               label="BatchNorm mean: feature 0, whole batch"),
                          Patch(fill=False, ec=COLORS["layer_norm"], lw=2.2,
-                               label=f"a LayerNorm mean: {FEATURES} features, one token")],
-                loc="upper left", bbox_to_anchor=(0.0, -0.02), fontsize=7.5, frameon=False, ncols=1 if narrow else 2,
+                               label=f"LayerNorm mean: {FEATURES} features, one token")],
+                loc="upper left", bbox_to_anchor=(0.0, -0.02), fontsize=8, frameon=False, ncols=1 if narrow else 2,
                 handlelength=1.2, columnspacing=1.0)
     ax_t.set_xticks([])
     label(ax_t, "", "", "One batch (grey = value)" if narrow else "One batch (grey = value; column 0: the tracked "
@@ -110,7 +111,7 @@ def batch_setup(fig, *, narrow):
     ax_o.set_ylim(*OUT_LIM)
     ax_o.set_xticks(range(T))
     ax_o.axhline(0, color="0.6", lw=0.8)
-    ax_o.legend(loc="lower left", fontsize=7.5)
+    ax_o.legend(loc="lower left", fontsize=8)
     label(ax_o, "position t of the tracked example", "normalized feature 0", f"One token in {N_DRAWS} batches")
     sizes = np.arange(1, MAX_BATCH + 1)
     spread = np.array([tracked_outputs(int(b))[0].std(axis=0).mean() for b in sizes])
@@ -121,7 +122,7 @@ def batch_setup(fig, *, narrow):
     ax_s.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax_s.set_xlim(1, MAX_BATCH)
     ax_s.set_ylim(-0.01, float(spread.max()) * 1.25)
-    ax_s.legend(loc="upper right", fontsize=7.5)
+    ax_s.legend(loc="upper right", fontsize=8)
     label(ax_s, "batch size B (examples, log scale)", "std across batches", "BatchNorm's noise shrinks slowly")
     return {"picture": picture, "bn_boxes": bn_boxes, "bn_dots": bn_dots, "ln_dots": ln_dots, "mark": mark,
             "spread": spread}
@@ -199,14 +200,14 @@ def entries() -> list:
     """The explorables of section 23.2."""
     return [
         Explorable("gain_depth", title="A running sum multiplied by g at every layer", setup=gain_setup,
-                   update=gain_update, presets=GAIN_PRESETS, size=(7.2, 3.4), narrow=(4.0, 5.8),
+                   update=gain_update, presets=GAIN_PRESETS, size=(7.2, 3.4), narrow=(3.3, 5.8),
                    controls={"gain": Slider([0.8, 0.85, 0.9, 0.95, 0.977, 0.99, 1.0, 1.01, 1.024, 1.05, 1.1, 1.15,
                                              1.2], 1.1, label="per-layer gain g", free=GAIN_RANGE),
                              "depth": Slider(list(range(0, MAX_DEPTH + 1, 12)), 24, label="depth L (layers)",
                                              free=(0, MAX_DEPTH))}),
         Explorable("batch_vs_layer_norm", title="BatchNorm averages across the batch, LayerNorm across one token's "
                    "features", setup=batch_setup, update=batch_update, presets=BATCH_PRESETS, size=(7.2, 4.8),
-                   narrow=(4.0, 7.4), controls={"batch": Slider([1, 2, 4, 8, 16, 32, 64], 8,
+                   narrow=(3.3, 7.4), controls={"batch": Slider([1, 2, 4, 8, 16, 32, 64], 8,
                                                                 label="batch size B (examples)",
                                                                 free=(1, MAX_BATCH))}),
     ]

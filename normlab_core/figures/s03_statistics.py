@@ -47,7 +47,7 @@ def setup(fig, *, narrow, x):
     (raw,) = ax_x.plot(idx, x - x.mean(), "o-", color=COLORS["input"], label=r"$x_i - \bar{x}$")
     ax_x.yaxis.set_major_formatter(EngFormatter(sep="\N{THIN SPACE}"))   # short labels at every scale: 400 µ
     mean_txt = ax_x.text(0.98, 0.03, "", transform=ax_x.transAxes, ha="right")
-    ax_x.legend(loc="upper left", fontsize=7.5)
+    ax_x.legend(loc="upper left", fontsize=8)
     label(ax_x, "component index i", r"$x_i - \bar{x}$ (input units)", "Raw values, around their mean")
     art = {"narrow": narrow}
     lim = max(2.2, 1.15 * float(np.abs(z).max()))
@@ -59,7 +59,7 @@ def setup(fig, *, narrow, x):
     span_txt = ax_z.text(x.size - 0.45, 0.0, "", ha="right", va="center")
     note = ax_z.text(0.02, 0.03, "", transform=ax_z.transAxes, fontsize=8, color=COLORS["warning"])
     ax_z.set_ylim(-lim, lim)
-    ax_z.legend(loc="upper left", fontsize=7.5)
+    ax_z.legend(loc="upper left", fontsize=8)
     label(ax_z, "component index i", "standardized value (std units)", "")
     for ax in (ax_x, ax_z):
         ax.set_xticks(idx if x.size <= 12 else idx[::max(1, x.size // 8)])
@@ -165,4 +165,4 @@ def entries() -> list:
                                   label="scale (multiplies x's deviations)", free=(0.0, 1e3)),
                   "dtype": Choice(["float32", "float64"], "float32", label="stored as")},
         inputs={"x": vector(VECTOR_A, 2, 64)}, start=lambda x: {"offset": float(np.mean(x))},
-        setup=setup, update=update, presets=PRESETS, narrow=(4.0, 5.6))]
+        setup=setup, update=update, presets=PRESETS, narrow=(3.3, 5.6))]

@@ -120,7 +120,7 @@ def spread_setup(fig, *, narrow, x):
     ax = fig.subplots()
     for e in EPS_FAMILY:
         ax.plot(SPREADS, spread_curve(x, e), color=COLORS["layer_norm"], alpha=0.25, lw=1.2)
-        ax.text(1.6e-6, 3.5e-6 / math.sqrt(e), rf"$\varepsilon = 10^{{{round(math.log10(e))}}}$", fontsize=7.5,
+        ax.text(1.6e-6, 3.5e-6 / math.sqrt(e), rf"$\varepsilon = 10^{{{round(math.log10(e))}}}$", fontsize=8,
                 color="0.35", rotation=20 if narrow else 12)
     (cur,) = ax.plot(SPREADS, SPREADS, color=COLORS["layer_norm"], lw=2.4, label="this epsilon")
     (dot,) = ax.plot([1.0], [1.0], "o", color=COLORS["marker"], ms=6, label="this input spread", clip_on=False)
@@ -130,7 +130,7 @@ def spread_setup(fig, *, narrow, x):
     ax.set_xlim(SPREADS[0], SPREADS[-1])
     ax.set_ylim(*SPREAD_YLIM)
     label(ax, "input standard deviation (input units)", "output standard deviation",
-          r"Output spread: 1 until the input's std falls to $\approx\sqrt{\varepsilon}$" if narrow else
+          r"Output std: 1 down to input std $\approx\sqrt{\varepsilon}$" if narrow else
           r"Output spread is 1 until the input's std falls to about $\sqrt{\varepsilon}$, then it falls with it")
     return {"ax": ax, "cur": cur, "dot": dot, "vline": vline, "x": x}
 
@@ -219,7 +219,7 @@ def entries() -> list:
                    controls={"scale": Slider([0.0, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0], 1.0,
                                              label="scale (multiplies x's deviations)", free=(0.0, 100.0)),
                              "eps": eps},
-                   inputs={"x": x}, setup=setup, update=update_eps, presets=EPS_PRESETS, narrow=(4.0, 5.4)),
+                   inputs={"x": x}, setup=setup, update=update_eps, presets=EPS_PRESETS, narrow=(3.3, 5.4)),
         Explorable("layer_norm_affine", title="LayerNorm ignores the offset; gamma and beta set the output's "
                    "spread and centre",
                    controls={"offset": Slider([-100.0, 0.0, 100.5, 200.0], 100.5, label="offset (the mean of x)",
@@ -227,7 +227,7 @@ def entries() -> list:
                              "gamma": Slider([0.0, 0.5, 1.0, 1.5, 2.0], 1.0, label="gamma", free=(-5.0, 5.0)),
                              "beta": Slider([-2.0, -1.0, 0.0, 1.0, 2.0], 0.0, label="beta", free=(-5.0, 5.0))},
                    inputs={"x": x, "eps": scalar(1e-5, 0.0, 10.0)}, start=lambda x, eps: {"offset": float(x.mean())},
-                   setup=setup, update=update_affine, presets=AFFINE_PRESETS, narrow=(4.0, 5.4)),
+                   setup=setup, update=update_affine, presets=AFFINE_PRESETS, narrow=(3.3, 5.4)),
         Explorable("layer_norm_spread", title="Where epsilon stops being negligible: output spread against input "
                    "spread",
                    controls={"spread": Slider([1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 1.708, 10.0, 100.0], 1.708,
@@ -235,5 +235,5 @@ def entries() -> list:
                              "eps": eps},
                    inputs={"x": x}, start=lambda x: {"spread": float(x.std())}, setup=spread_setup,
                    update=spread_update, presets=SPREAD_PRESETS,
-                   narrow=(4.0, 4.2)),
+                   narrow=(3.3, 4.2)),
     ]

@@ -97,7 +97,7 @@ def entries() -> list:
     """The explorables of section 23.5."""
     return [Explorable(
         "rms_norm_offset", title="Slide the offset: RMSNorm's output collapses toward ±1, LayerNorm's keeps its "
-        "spread", setup=setup, update=update, presets=PRESETS, narrow=(4.0, 5.6),
+        "spread", setup=setup, update=update, presets=PRESETS, narrow=(3.3, 5.6),
         controls={"offset": Slider([-50.0, -20.0, -10.0, -5.0, -2.0, -1.0, 0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0,
                                     100.5, 200.0], 100.5, label="offset (the mean of x)", free=(-1e4, 1e4))},
         inputs={"x": vector(VECTOR_A, 2, 64), "eps": scalar(1e-5, 0.0, 10.0)},

@@ -69,7 +69,7 @@ def precision_setup(fig, *, narrow, x, eps):
     (rms,) = ax_r.plot(idx, z, "s", color=COLORS["rms_norm"], ms=3.5, label="RMSNorm, stored")
     ax_r.set_ylim(-3.6, 3.6)
     ax_r.set_xlim(-1, z.size)
-    ax_r.legend(loc="lower right", fontsize=7.5)
+    ax_r.legend(loc="lower right", fontsize=8)
     note = ax_r.text(0.03, 0.97, "", transform=ax_r.transAxes, va="top", fontsize=8, color=COLORS["warning"])
     label(ax_r, f"component i ({z.size} inputs, sorted)", "re-stretched output", "Stored in 16 bits, re-stretched")
     (c_ln,) = ax_e.plot(CURVE_OFFSETS, CURVE_OFFSETS * 0 + 1, color=COLORS["layer_norm"], label="LayerNorm")
@@ -163,12 +163,12 @@ def entries() -> list:
                                               label="offset (the mean of the input)", free=(-1e3, 1e3)),
                              "base": Choice(["x", "mixed"], "x", label="centred shape", labels=["x", "mixed"])},
                    inputs={"x": vector(CENTRED, 2, 16), "eps": eps}, start=lambda x, eps: {"offset": float(x.mean())},
-                   setup=morph_setup, update=morph_update, presets=MORPH_PRESETS, narrow=(4.0, 5.4)),
+                   setup=morph_setup, update=morph_update, presets=MORPH_PRESETS, narrow=(3.3, 5.4)),
         Explorable("compare_precision", title="What 16-bit storage leaves for gamma: RMSNorm's compressed output "
                    "loses its levels",
                    controls={"offset": Slider([0.0, 0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4], 100.0,
                                               label="offset (the mean of x)", free=(0.0, 1e5)),
                              "fmt": Choice(["bfloat16", "float16"], "bfloat16", label="stored as")},
                    inputs={"x": vector(UNEVEN, 2, 256), "eps": eps}, setup=precision_setup, update=precision_update,
-                   presets=PRECISION_PRESETS, narrow=(4.0, 5.6)),
+                   presets=PRECISION_PRESETS, narrow=(3.3, 5.6)),
     ]

@@ -49,7 +49,7 @@ def reference_points(x0, eps) -> dict | None:
 def setup(fig, *, narrow, x0, eps, sublayer=None):
     ax_s, ax_n = panels(fig, narrow)
     depths = np.arange(1, MAX_DEPTH + 1)
-    art = {"ax_n": ax_n, "ax_s": ax_s, "points": reference_points(x0, eps), "size": np.sqrt(x0.size)}
+    art = {"ax_n": ax_n, "ax_s": ax_s, "points": reference_points(x0, eps), "size": np.sqrt(x0.size), "narrow": narrow}
     # pre-norm drawn first and wider, post-norm on top of it: with a final norm both output lengths coincide
     for p, width in (("pre", 3.4), ("post", 1.6)):
         (art[f"s_{p}"],) = ax_s.plot(depths, depths * 0 + 1.0, color=COLORS[p], lw=width, label=NAMES[p])
@@ -90,7 +90,8 @@ def draw(art, depth, sublayer, final_norm, x0, eps):
                          f"({number(sens[depth - 1] / sens[0], 3)} × its depth-1 value)")
     handles = [art["s_pre"], art["s_post"]] + ([art["sc_post"]] if crosses else [])
     art["ax_s"].legend(handles=handles, loc="lower left")           # the legend lists what is drawn
-    pinned = "both pinned by the final norm" if final_norm else "post-norm is pinned"
+    pinned = ("both pinned" if art["narrow"] else "both pinned by the final norm") if final_norm else \
+        "post-norm is pinned"
     art["ax_n"].set_title(f"Output norm: {pinned}", loc="left")
     art["ax_n"].set_ylim(min(1.0, art["size"] / 2), max(1e4, 2 * float(max(d[0].max() for d in data.values()))))
     for v in (art["vline_s"], art["vline_n"]):
@@ -98,7 +99,8 @@ def draw(art, depth, sublayer, final_norm, x0, eps):
     out["pre / post sensitivity"] = number(data["pre"][1][depth - 1] / data["post"][1][depth - 1])
     below = [f"{NAMES[p]} from depth {int(np.argmax(data[p][1] < SENS_LIM[0])) + 1}"
              for p in ("post", "pre") if data[p][1].min() < SENS_LIM[0]]
-    art["clip_note"].set_text(("below 1e-12, drawn on the bottom edge:\n" + "; ".join(below)) if below else "")
+    edge = "below 1e-12, drawn\non the bottom edge:\n" if art["narrow"] else "below 1e-12, drawn on the bottom edge:\n"
+    art["clip_note"].set_text((edge + ";\n".join(below)) if below else "")
     gain, bias = getattr(sublayer, "gain", None), getattr(sublayer, "bias", None)
     if final_norm:
         note = (f"one RMSNorm after the stack pins |out| near sqrt({x0.size}) = {number(np.sqrt(x0.size))} for both "
@@ -242,18 +244,18 @@ def entries() -> list:
     x0, eps = vector(STACK_INPUT, 1, 64), scalar(1e-6, 0.0, 1.0)
     return [
         Explorable("pre_post_sensitivity", title="Pre-norm vs post-norm: how much of the input still reaches the "
-                   "output", setup=setup, update=update_sublayer, presets=SUBLAYER_PRESETS, narrow=(4.0, 5.6),
+                   "output", setup=setup, update=update_sublayer, presets=SUBLAYER_PRESETS, narrow=(3.3, 5.6),
                    controls={"depth": depth,
                              "gain": Slider([0.0, 0.5, 1.0, 1.5], 0.5, label="sublayer gain a", free=(0.0, 3.0)),
                              "bias": Slider([-0.5, 0.0, 0.1, 0.5], 0.1, label="sublayer bias b", free=(-2.0, 2.0))},
                    inputs={"x0": x0, "eps": eps}),
         Explorable("pre_post_final_norm", title="A final norm on top of the stack: both output lengths pinned, "
                    "pre-norm still sensitive", setup=setup, update=update_final, presets=FINAL_PRESETS,
-                   narrow=(4.0, 5.6), inputs={"x0": x0, "eps": eps, "sublayer": SUBLAYER},
+                   narrow=(3.3, 5.6), inputs={"x0": x0, "eps": eps, "sublayer": SUBLAYER},
                    controls={"depth": depth, "final_norm": Choice([False, True], False, label="final RMSNorm after "
                                                                   "the stack", labels=["off", "on"])}),
         Explorable("pre_post_fd_error", title="The reference program's measurement: forward differences against "
-                   "the exact sensitivity", setup=fd_setup, update=fd_update, presets=FD_PRESETS, narrow=(4.0, 3.8),
+                   "the exact sensitivity", setup=fd_setup, update=fd_update, presets=FD_PRESETS, narrow=(3.3, 3.8),
                    controls={"h": Slider([1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1], 1e-3,
                                          label="forward-difference step h", free=(1e-12, 1.0)),
                              "dtype": Choice(["float32", "float64"], "float32", label="arithmetic")},

@@ -40,7 +40,7 @@ def setup(fig, *, narrow, x, dy, eps):
                              label=f"{dt}: largest error")
         art[f"best_{dt}"] = float(hs[int(np.argmin(worst))])
     ax.axvline(REFERENCE_H, color="0.45", lw=0.9, ls=":")
-    ax.text(REFERENCE_H * 1.25, 0.3, "reference\nh = 1e-4", va="top", color="0.3")
+    ax.text(REFERENCE_H * 1.6, 0.3, "reference\nh = 1e-4", va="top", color="0.3")
     art["vline"] = ax.axvline(REFERENCE_H, color=COLORS["marker"], lw=1.0, ls="--")
     (art["dot"],) = ax.plot([REFERENCE_H], [1e-5], "o", color=COLORS["marker"], ms=6, zorder=5, clip_on=False)
     ax.set_xscale("log")
@@ -48,7 +48,8 @@ def setup(fig, *, narrow, x, dy, eps):
     ax.set_xlim(H_LO, H_HI)
     ax.set_ylim(*ERR_LIM)
     ax.legend(loc="lower left")
-    label(ax, "finite-difference step h (input units, log scale)", "largest |numerical - analytic|",
+    label(ax, "step h (input units, log scale)" if narrow else "finite-difference step h (input units, log scale)",
+          "largest |numerical - analytic|",
           "The check's error is V-shaped in h")
     dims = np.arange(x.size)
     art["bars"] = ax_dim.bar(dims, np.full(x.size, 1e-6), bottom=ERR_LIM[0], color=COLORS["layer_norm"], width=0.6)
@@ -132,4 +133,4 @@ def entries() -> list:
                   "dtype": Choice(list(DTYPES), "float32", label="arithmetic")},
         inputs={"x": vector(BACKWARD_INPUT, 2, 32), "dy": vector(BACKWARD_UPSTREAM, 2, 32),
                 "eps": scalar(1e-5, 0.0, 1.0)},
-        setup=setup, update=update, presets=PRESETS, narrow=(4.0, 5.6))]
+        setup=setup, update=update, presets=PRESETS, narrow=(3.3, 5.6))]

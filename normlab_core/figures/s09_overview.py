@@ -76,7 +76,7 @@ def depth_setup(fig, *, narrow, x0, eps):
     ax.text(0.98, 0.86, f"stack input x0 = {_vector(x0)}", transform=ax.transAxes, ha="right", va="top",
             color="0.35")
     label(ax, "depth (layers, log scale)", r"$\|\partial\,\mathrm{out} / \partial x_0[0]\|$",
-          "Sensitivity to x0[0] (chosen placement bold)" if narrow else
+          "Sensitivity (chosen placement bold)" if narrow else
           "Sensitivity to x0[0] against depth (chosen placement bold)")
     return art
 
@@ -142,7 +142,7 @@ def entries() -> list:
                                                                      free=(-1e3, 1e3))},
                    inputs={"x": vector(CENTRED + 10.0, 2, 16), "eps": scalar(1e-5, 0.0, 10.0)},
                    start=lambda x, eps: {"offset": float(x.mean())}, setup=output_setup, update=output_update,
-                   presets=OUTPUT_PRESETS, size=(7.2, 2.9), narrow=(4.0, 3.2)),
+                   presets=OUTPUT_PRESETS, size=(7.2, 2.9), narrow=(3.3, 3.2)),
         Explorable("overview_stack_depth", title="A residual stack's sensitivity against depth, for either norm and "
                    "either placement",
                    controls={"norm": Choice(**NORM), "placement": Choice(["pre", "post"], "post", label="placement",
@@ -150,5 +150,5 @@ def entries() -> list:
                              "depth": Slider([1, 2, 4, 8, 16, 32, 64], 32, label="depth (layers)",
                                              free=(1, MAX_DEPTH))},
                    inputs={"x0": vector(STACK_INPUT, 1, 64), "eps": scalar(1e-6, 0.0, 1.0)}, setup=depth_setup,
-                   update=depth_update, presets=DEPTH_PRESETS, size=(7.2, 2.9), narrow=(4.0, 3.6)),
+                   update=depth_update, presets=DEPTH_PRESETS, size=(7.2, 2.9), narrow=(3.3, 3.6)),
     ]

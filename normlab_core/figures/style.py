@@ -25,9 +25,9 @@ COLORS = {
 DPI = 90           # CSS pixels per inch: a figure WIDTH_IN wide fills the book's 648 px text column
 WIDTH_IN = 7.2
 HEIGHT_IN = 3.3
-NARROW_IN = 4.0    # the narrow layout (screens up to 600 px): 360 CSS px wide, panels stacked
+NARROW_IN = 3.3    # the narrow layout (screens up to 600 px): 297 CSS px wide, panels stacked
 SHARPNESS = 2      # explorable frames are drawn at DPI * SHARPNESS, for sharp screens
-SMALLEST = 7.5     # points: no text is smaller (9.4 CSS px when the figure is shown at its own size)
+SMALLEST = 8.0     # points: no text is smaller (10 CSS px at the figure's own size, 9 px on a 270 px column)
 
 RC = {
     "font.size": 9,

@@ -299,7 +299,9 @@ def try_this_markdown(exp: Explorable) -> str:
     """The "Try this" list of an explorable's presets, as Markdown."""
     if not exp.presets:
         raise ValueError(f"{exp.name} has no presets, so there is nothing to try")
-    lines = ["**Try this.** The figure's presets (its *Try* buttons) show these states:", ""]
+    lines = ["**Try this.** <span class='nl-screen-only'>Each button after <em>Try:</em> above the figure sets one of "
+             "these states:</span><span class='nl-print-only' hidden>In the online book and in JupyterLab a button "
+             "above the figure sets each of these states:</span>", ""]
     return "\n".join(lines + [f"- **{label}**: {p.notice.strip()}" for label, p in exp.presets.items()])
 
 

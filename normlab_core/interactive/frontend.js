@@ -39,7 +39,7 @@ function explorable(root, spec, source) {
   let shownKey = null, wanted = 0, loadingTimer = 0, moved = 0, step = 1, note = "";
   const shapes = new Map(Object.entries(spec.shapes || {}).map(([k, v]) => [k, new Set(v)]));
   const images = new Map();
-  root.classList.add("normlab-explorable");
+  root.classList.add("normlab-explorable", `nl-${spec.name.replace(/_/g, "-")}`);
 
   const inputs = controls.map((c, i) => {
     if (c.kind === "choice") {
@@ -117,7 +117,7 @@ function explorable(root, spec, source) {
     const mine = ++wanted, key = keyOf(state), entry = table.get(`${layout}|${key}`);
     clearTimeout(loadingTimer);
     if (!(entry && key === shownKey)) loadingTimer = setTimeout(() => root.classList.add("nl-loading"), 100);
-    if (!entry) { source.want(key, layout); return; }
+    if (!entry) return;   // asked for by render(); shown when it arrives
     root.dataset.frame = entry.src;
     const { pic, ready } = picture(entry.src);
     await ready;
@@ -126,7 +126,7 @@ function explorable(root, spec, source) {
     root.classList.remove("nl-loading");
     pic.alt = entry.alt;
     if (img !== pic) { (img.closest("picture") || img).replaceWith(pic); img = pic; }
-    shownKey = key;
+    shownKey = root.dataset.shown = key;
     current.replaceChildren(readoutTable(entry.rows));
     for (const [label, text] of entry.rows) {
       if (!shapes.has(label)) shapes.set(label, new Set());
@@ -157,8 +157,9 @@ function explorable(root, spec, source) {
     if (missing.length) source.ahead(missing, layout);
   }
 
-  function render() {
+  function render() {   // the reader set a state: every view and the kernel hear of it, even if its frame is here
     sync(table.get(`${layout}|${keyOf(state)}`));
+    source.want(keyOf(state), layout);
     show();
     ahead();
     source.save && source.save(keyOf(state));
@@ -189,7 +190,7 @@ function explorable(root, spec, source) {
 
   const observer = new ResizeObserver(() => {
     const now = matchMedia(NARROW).matches ? "narrow" : "wide";
-    if (now !== layout) { layout = now; show(); }
+    if (now !== layout) { layout = now; source.want(keyOf(state), layout); show(); }
   });
   observer.observe(document.documentElement);
   sync(null);
@@ -212,7 +213,8 @@ function render({ model, el }) {
   const view = Math.random().toString(36).slice(2);
   const table = new Map(), urls = [];
   let waiting = 0;
-  const keep = (f, bytes) => {
+  const keep = (f, bytes) => {   // a state's frame never changes: the first one to arrive is kept
+    if (table.has(`${f.layout}|${f.key}`)) return;
     const src = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
     urls.push(src);
     table.set(`${f.layout}|${f.key}`, { src, rows: f.rows, alt: f.alt, labels: f.labels });
@@ -241,6 +243,8 @@ function render({ model, el }) {
   const ui = explorable(el, { ...model.get("spec"), live: true }, source);
   el.classList.add("normlab-live");
   el.setAttribute("data-lm-suppress-shortcuts", "true");   // keys in here are the controls', not JupyterLab's
+  const own = (e) => e.stopPropagation();   // (the notebook would take the arrow keys from a slider)
+  el.addEventListener("keydown", own);
   const fromKernel = () => {
     const f = model.get("frame");
     if (!f.key) return;
@@ -267,6 +271,7 @@ function render({ model, el }) {
     model.off("change:frame", fromKernel);
     model.off("msg:custom", onCustom);
     model.off("comm_live_update", onLive);
+    el.removeEventListener("keydown", own);
     if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
     urls.forEach((u) => URL.revokeObjectURL(u));
   };

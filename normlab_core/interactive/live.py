@@ -72,6 +72,7 @@ class LiveView(anywidget.AnyWidget):
         super().__init__(spec={**spec(exp, values), "start": start, "keep": KEEP})
         self.first = self._frame("wide", key)
         self.frame = self._message("wide", key, self.first, by="")
+        self.drawn, self.png = dict(values), self.first.png
         self.on_msg(self._on_msg)
         threading.Thread(target=self._work, daemon=True, name=f"normlab-{exp.name}").start()
         _VIEWS.append(weakref.ref(self))

@@ -1,0 +1,101 @@
+"""The live face's kernel side on the toy explorable, without a browser (tests/test_lab.py drives it in JupyterLab):
+the first frame, a request by state key (free values too) drawn by the worker, states drawn ahead and sent as
+binary messages, errors shown on the figure, the fallback figure a reopened notebook shows, and show()'s checks."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+from explorable_support import toy
+
+from normlab_core.interactive import live
+
+
+@pytest.fixture
+def view():
+    v = live.LiveView(toy(), x=[0.0, 4.0, 1.0])
+    sent = []
+    v.send = lambda content, buffers=None: sent.append((content, buffers))
+    v.sent = sent
+    yield v
+    v.close()
+
+
+def test_state_keys_name_stops_by_index_and_typed_values_by_value():
+    exp = toy()
+    assert live.state_key(exp, {"scale": 1.0, "count": 4, "kind": "plain"}) == "1,2,0"
+    assert live.state_key(exp, {"scale": 2.5, "count": 4, "kind": "band"}) == "=2.5,2,1"
+    assert live.key_values(exp, "=2.5,2,1") == {"scale": 2.5, "count": 4, "kind": "band"}
+    with pytest.raises(ValueError, match="scale takes one of the stops"):
+        live.key_values(exp, "=11,2,1")
+    with pytest.raises(ValueError, match="does not name 3 controls"):
+        live.key_values(exp, "1,2")
+
+
+def test_the_first_frame_is_the_learners_data_at_the_start(view):
+    f = view.frame
+    assert f["key"] == "1,2,0" and f["layout"] == "wide" and f["by"] == ""
+    own = toy().render(x=[0.0, 4.0, 1.0])
+    assert f["png"] == own.png and f["alt"] == own.alt and f["rows"] == [list(r) for r in own.readouts.items()]
+    assert f["labels"] == ["1", "4", "plain"]
+    s = view.spec
+    assert s["start"] == [1, 2, 0] and s["controls"][0]["free"] == [0.0, 10.0, False] and s["keep"] == live.KEEP
+    assert view in live.views()
+
+
+def test_a_request_is_drawn_and_goes_to_every_view_with_who_asked(view):
+    view._on_msg(view, {"want": "=2.5,1,1", "layout": "narrow", "view": "tab-a"}, [])
+    assert view.wait()
+    f = view.frame
+    assert (f["key"], f["layout"], f["by"], f["labels"]) == ("=2.5,1,1", "narrow", "tab-a", ["2.5", "2", "band"])
+    assert f["png"] == toy().render(narrow=True, scale=2.5, count=2, kind="band", x=[0.0, 4.0, 1.0]).png
+    assert view.drawn == {"scale": 2.5, "count": 2, "kind": "band"} and view.draws == 1
+
+
+def test_states_asked_for_ahead_are_drawn_and_sent_with_the_png_as_binary(view):
+    view._on_msg(view, {"ahead": ["2,2,0", "3,2,0"], "layout": "wide"}, [])
+    assert view.wait()
+    keys = [c["key"] for c, _ in view.sent]
+    assert keys == ["2,2,0", "3,2,0"] and all(c["ahead"] and c["png"] is None for c, _ in view.sent)
+    content, buffers = view.sent[1]
+    assert buffers[0] == toy().render(scale=4.0, x=[0.0, 4.0, 1.0]).png and content["labels"] == ["4", "4", "plain"]
+    assert view.frame["key"] == "1,2,0", "drawing ahead does not change what is shown"
+
+
+def test_a_request_beats_the_states_ahead_and_a_burst_draws_the_latest(view):
+    view._on_msg(view, {"ahead": ["0,0,0", "0,1,0", "0,2,0"], "layout": "wide"}, [])
+    for key in ("2,2,0", "3,2,0", "3,3,1"):
+        view._on_msg(view, {"want": key, "layout": "wide", "view": "a"}, [])
+    assert view.wait()
+    assert view.frame["key"] == "3,3,1" and view.draws <= 2
+
+
+def test_a_state_that_cannot_be_drawn_is_explained_on_the_figure(view):
+    view._on_msg(view, {"want": "=99,2,0", "layout": "wide", "view": "a"}, [])
+    assert view.wait()
+    assert view.frame["key"] == "=99,2,0" and "scale=99 is not allowed; scale takes" in view.frame["error"]
+
+
+def test_the_output_carries_a_figure_for_where_the_widget_cannot_be_shown(view, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append((obj, kw)))
+    view._ipython_display_()
+    (fallback, kw1), (widget, kw2) = shown
+    assert kw1["raw"] and kw2["raw"] and "application/vnd.jupyter.widget-view+json" in widget
+    assert base64.b64decode(fallback["image/png"]) == view.first.png
+    assert "Run this cell to move the controls" in fallback["text/plain"]
+    html = fallback["text/html"]
+    assert "nl-fallback" in html and ":has(.normlab-live)" in html and f"alt='{view.first.alt}'" in html
+
+
+def test_show_checks_the_learners_inputs_before_it_shows_anything(monkeypatch):
+    from normlab_core.interactive import explorable
+
+    monkeypatch.setattr(explorable, "get", lambda name: toy())
+    monkeypatch.delenv("NORMLAB_STATIC", raising=False)
+    with pytest.raises(TypeError, match=r"x must be a 1-D list or array of 2 to 64 finite numbers; got dict"):
+        explorable.show("toy", x={"a": 1})
+    with pytest.raises(ValueError, match="no control or input named"):
+        explorable.show("toy", y=np.zeros(3))

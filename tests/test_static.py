@@ -1,0 +1,189 @@
+"""The static face on the toy explorable: what the writer stages (frames of every state in both layouts, the table,
+the shared script and stylesheet), what place_frames.py puts beside a page, and the page in Chromium as a reader
+uses it (marker `browser`): controls, presets, value labels, aria-valuetext, alt text, the loading state, the
+narrow layout on a phone, Back/Forward, and opening it from disk."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from browser_support import SiteServer
+from explorable_support import every_state, pixels, toy
+
+from normlab_core.interactive import static
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def table(folder: Path) -> dict:
+    text = (folder / "table.js").read_text(encoding="utf-8")
+    assert text.startswith("normlabTable(") and text.rstrip().endswith(");")
+    return json.loads(text[text.index("(") + 1:text.rindex(")")])
+
+
+def spec(page: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" class="nl-spec">(.*?)</script>', page,
+                                re.S).group(1).replace("<\\/", "</"))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A page with the toy explorable, its files staged and placed as `make book` does."""
+    root = tmp_path_factory.mktemp("site")
+    staging = root / "staging"
+    html = static.static_html(toy(), folder=staging / "toy")
+    page = root / "html" / "page.html"
+    page.parent.mkdir()
+    head = "<meta charset='utf-8'><meta name='viewport' content='width=device-width, initial-scale=1'>"
+    page.write_text(f"<!doctype html><html><head>{head}</head><body><h1>Toy</h1><p>before</p>"
+                    f"{html}<p style='height: 2000px'>after</p></body></html>", encoding="utf-8")
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "place_frames.py"), str(page.parent),
+                          str(staging)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return {"root": root, "staging": staging, "html": html, "page": page}
+
+
+def test_every_state_is_drawn_once_in_both_layouts(site):
+    exp, t = toy(), table(site["staging"] / "toy")
+    assert t["name"] == "toy" and len(t["frames"]) == len(every_state(exp)) == 32
+    for values in every_state(exp)[::5]:
+        key = ",".join(str(exp.controls[k].positions().index(v)) for k, v in values.items())
+        wide, narrow, rows, alt = t["frames"][key]
+        for index, layout in ((wide, False), (narrow, True)):
+            png = (site["staging"] / "toy" / t["files"][index]).read_bytes()
+            assert t["files"][index] == hashlib.sha256(png).hexdigest()[:20] + ".png"
+            assert (pixels(png) == pixels(exp.render(narrow=layout, **values).png)).all()
+        f = exp.render(**values)
+        assert t["rows"][rows] == [list(r) for r in f.readouts.items()] and t["alts"][alt] == f.alt
+
+
+def test_the_page_holds_the_spec_and_the_first_frame_only(site):
+    html, s = site["html"], spec(site["html"])
+    assert s["controls"][0] == {"label": "scale", "kind": "slider", "labels": ["0.5", "1", "2", "4"],
+                                "stops": [0.5, 1.0, 2.0, 4.0], "free": [0.0, 10.0, False]}
+    assert s["start"] == [1, 2, 0] and [p[:1] + p[2:] for p in s["presets"]] == [["big", [3, 2, 0]],
+                                                                                  ["banded", [1, 0, 1]]]
+    assert set(s["first"]) == {"wide", "narrow"} and s["wide"] == [648, 297] and s["narrow"] == [360, 450]
+    assert "http" not in html and "table.js" not in html and html.count("<img") == 1
+    assert '<source media="(max-width: 600px)"' in html and f'alt="{s["first"]["wide"][2]}"' in html
+    assert len(html) < 4000
+
+
+def test_one_script_and_one_stylesheet_for_every_explorable(site):
+    js = (site["staging"] / "normlab-explorable.js").read_text(encoding="utf-8")
+    source = (ROOT / "normlab_core" / "interactive" / "frontend.js").read_text(encoding="utf-8")
+    assert js == "(function () {\n" + source.replace("export default { render };", "boot();") + "})();\n"
+    assert "export" not in js and (site["staging"] / "normlab-explorable.css").read_text() == \
+        (ROOT / "normlab_core" / "interactive" / "frontend.css").read_text()
+
+
+def test_place_frames_copies_what_the_page_lists_and_reports_what_is_missing(site, tmp_path):
+    placed = site["page"].parent / "nl-frames"
+    assert sorted(p.name for p in placed.iterdir()) == ["normlab-explorable.css", "normlab-explorable.js", "toy"]
+    assert {p.name for p in (placed / "toy").iterdir()} == set(table(site["staging"] / "toy")["files"]) | {"table.js"}
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "place_frames.py"), str(site["page"].parent),
+                          str(staging)], capture_output=True, text=True)
+    assert out.returncode == 1 and "was not rendered" in out.stderr
+
+
+def test_the_static_book_offers_stops_only(tmp_path):
+    with pytest.raises(ValueError, match="stops only"):
+        static.static_html(toy(), folder=tmp_path / "toy", scale=2.5)
+
+
+# -- in the browser -----------------------------------------------------------------------------------------------
+STATE = """r => ({state: r.dataset.state, src: r.querySelector('img.nl-frame').getAttribute('src'),
+  alt: r.querySelector('img.nl-frame').alt, label: r.querySelector('output').textContent,
+  valuetext: Array.from(r.querySelectorAll('input[type=range]')).map(i => i.getAttribute('aria-valuetext')),
+  rows: Array.from(r.querySelectorAll('.nl-current tr')).map(tr => tr.textContent),
+  loading: r.classList.contains('nl-loading'), natural: r.querySelector('img.nl-frame').naturalWidth,
+  pressed: Array.from(r.querySelectorAll('button[aria-pressed=true]')).map(b => b.dataset.preset)})"""
+
+
+def settle(page, root, state: str) -> dict:
+    page.wait_for_function("([r, s]) => r.dataset.state === s && !r.classList.contains('nl-loading') && "
+                           "r.querySelector('img.nl-frame').complete", arg=[root, state], timeout=10000)
+    return root.evaluate(STATE)
+
+
+@pytest.mark.browser
+def test_a_reader_moves_the_controls_of_the_static_page(site, browser):
+    exp, t = toy(), table(site["staging"] / "toy")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    problems = []
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(site["page"].as_uri())                          # from disk, as a reader may open it
+        root = page.locator(".normlab-explorable").element_handle()
+        first = settle(page, root, "1,2,0")
+        assert first["valuetext"] == ["1", "4"] and first["label"] == "1"
+        assert first["rows"] == ["largest |y|5", "marks4"] and first["alt"] == exp.render().alt
+        page.locator("input[type=range]").first.focus()
+        page.keyboard.press("ArrowRight")
+        moved = settle(page, root, "2,2,0")
+        assert moved["valuetext"] == ["2", "4"] and moved["label"] == "2" and moved["rows"][0] == "largest |y|10"
+        assert moved["src"].endswith(t["files"][t["frames"]["2,2,0"][0]]) and moved["alt"] == exp.render(
+            scale=2.0).alt and moved["natural"] == 1296
+        page.locator("button[data-preset='banded']").click()
+        banded = settle(page, root, "1,0,1")
+        assert banded["pressed"] == ["banded"] and page.locator("select").input_value() == "1"
+        # Back and Forward: the controls come back with the state the page shows
+        page.goto((site["page"].parent / "nl-frames" / "toy" / "table.js").as_uri())
+        page.go_back()
+        root = page.locator(".normlab-explorable").element_handle()
+        back = settle(page, root, "1,0,1")
+        assert back["valuetext"] == ["1", "0"] and back["pressed"] == ["banded"] and back["rows"] == banded["rows"]
+        assert page.locator("select").input_value() == "1"
+    finally:
+        context.close()
+    assert not problems, problems
+
+
+class _SlowFrames(SiteServer):
+    """The site over http, every frame taking 0.6 s to arrive (a slow link)."""
+
+    def __init__(self, directory: Path):
+        super().__init__(directory)
+
+        class Handler(self.httpd.RequestHandlerClass.func):
+            def do_GET(self):  # noqa: N802 - the base class names it
+                if self.path.endswith(".png"):
+                    time.sleep(0.6)
+                super().do_GET()
+
+        self.httpd.RequestHandlerClass = functools.partial(Handler, directory=str(directory))
+
+
+@pytest.mark.browser
+def test_a_slow_frame_shows_the_loading_state_and_a_phone_gets_the_narrow_layout(site, browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        server = _SlowFrames(site["page"].parent).__enter__()
+        page.goto(server.base + "page.html")
+        root = page.locator(".normlab-explorable").element_handle()
+        root.scroll_into_view_if_needed()
+        first = settle(page, root, "1,2,0")
+        assert first["natural"] == 720, "a phone shows the narrow layout"
+        page.locator("input[type=range]").last.focus()
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function("r => r.classList.contains('nl-loading')", arg=root, timeout=2000)
+        assert root.evaluate(STATE)["rows"] == first["rows"], "the readouts wait for their frame"
+        done = settle(page, root, "1,1,0")
+        assert done["rows"][1] == "marks2" and done["natural"] == 720
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= 390, f"the page is {width} px wide on a 390 px screen"
+    finally:
+        context.close()
+        server.__exit__()
