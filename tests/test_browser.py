@@ -165,11 +165,11 @@ def test_book_has_math_and_sliders(site):
     total_sliders = total_math = 0
     for page_path in SECTION_PAGES:
         html = (site / f"{page_path}.html").read_text(encoding="utf-8")
-        total_sliders += len(re.findall(r"<input type='range'", html))
+        total_sliders += len(re.findall(r'<div class="normlab-explorable"[^>]* data-dir="nl-frames/', html))
         total_math += len(re.findall(r'class="math notranslate', html))
         assert "application/vnd.jupyter.widget-view+json" not in html and "jupyter-widgets" not in html, \
             f"{page_path} contains live-widget output; the book must be built with NORMLAB_STATIC=1"
-    assert total_sliders > 0, "no static slider on any section page"
+    assert total_sliders > 0, "no static explorable on any section page"
     assert total_math > 0, "no equation on any section page"
 
 
@@ -223,11 +223,13 @@ STATE = """(root) => {
       [tr.querySelector('th').textContent, tr.querySelector('td').textContent]),
     src: img.getAttribute('src'), alt: img.getAttribute('alt'),
     pressed: Array.from(root.querySelectorAll('button[data-preset][aria-pressed=true]')).map(b => b.dataset.preset),
+    valuetext: Array.from(root.querySelectorAll('input[type=range]')).map(el => el.getAttribute('aria-valuetext')),
     readoutsHeight: r.height,
   };
 }"""
 IMAGE_LOADED = """(root) => { const img = root.querySelector('img.nl-frame');
-  return img.complete && img.naturalWidth > 0 && img.getAttribute('src') === root.getAttribute('data-frame'); }"""
+  return img.complete && img.naturalWidth > 0 && root.dataset.frame &&
+    (img.currentSrc || img.src).endsWith(root.dataset.frame); }"""
 
 WAIT_FOR_FRAME = f"""(root) => new Promise((ok, fail) => {{
   const t0 = Date.now();
@@ -257,7 +259,7 @@ class Expected:
     """What Python says an explorable shows at a given state (cached: each render costs tens of ms)."""
 
     def __init__(self, name: str):
-        from normlab_core.explore import catalog
+        from normlab_core.interactive import catalog
 
         self.exp = catalog()[name]
         self.positions = [c.positions() for c in self.exp.controls.values()]
@@ -270,13 +272,15 @@ class Expected:
     def at(self, state: list[int]) -> dict:
         key = tuple(state)
         if key not in self._cache:
+            from normlab_core.interactive.static import packed
+
             values = self.values(state)
-            png, readouts = self.exp.render(small=True, **values)
+            f = self.exp.render(**values)
             self._cache[key] = {
-                "file": hashlib.sha256(png).hexdigest()[:20] + ".png",
-                "rows": [[str(k), str(v)] for k, v in readouts.items()],
+                "file": hashlib.sha256(packed(f.png)).hexdigest()[:20] + ".png",
+                "rows": [[str(k), str(v)] for k, v in f.readouts.items()],
                 "labels": [c.format(values[k]) for k, c in self.exp.controls.items()],
-                "alt": self.exp.alt(**values),
+                "alt": f.alt,
             }
         return self._cache[key]
 
@@ -306,6 +310,10 @@ def check_state(v: Tab, root, name: str, expected: Expected, state: list[int], w
         v.problems.append(f"{name}: after {what} the value labels are {got['labels']}, expected {want['labels']}")
     if got["alt"] != want["alt"]:
         v.problems.append(f"{name}: after {what} the alt text is {got['alt']!r}, expected {want['alt']!r}")
+    sliders = [t for t, c in zip(want["labels"], expected.exp.controls.values(), strict=True) if hasattr(c, "stops")]
+    if got["valuetext"] != sliders:
+        v.problems.append(f"{name}: after {what} the sliders' aria-valuetext is {got['valuetext']}, they show "
+                          f"{sliders}")
     try:
         root.evaluate(WAIT_FOR_FRAME)
     except Exception:  # noqa: BLE001 - reported as a problem of the page
@@ -352,7 +360,8 @@ def check_combinations(v: Tab, page_path: str) -> None:
             heights.add(round(got["readoutsHeight"]))
             if got["controls"] != state:
                 break
-        data = root.evaluate("r => JSON.parse(r.querySelector('.nl-data').textContent).presets")
+        data = dict((label, parts) for label, _, parts in
+                    root.evaluate("r => JSON.parse(r.querySelector('.nl-spec').textContent).presets"))
         labels = root.evaluate("r => Array.from(r.querySelectorAll('button[data-preset]')).map(b => b.dataset.preset)")
         if labels != list(expected.exp.presets):
             v.problems.append(f"{name}: preset buttons {labels}, expected {list(expected.exp.presets)}")
@@ -403,6 +412,33 @@ def fit_problems(page, width: int, height: int) -> list[str]:
         if width == 1280 and fit["span"] > height:
             problems.append(f"{where}: controls to the bottom of the figure take {fit['span']:.0f} px "
                             f"(more than the {height} px view)")
+        if width <= 600:
+            problems += narrow_problems(root, where)
+    if width <= 600:
+        page.evaluate("() => window.scrollTo(0, 0)")
+    return problems
+
+
+NARROW = """(root) => { const img = root.querySelector('img.nl-frame');
+  const spec = JSON.parse(root.querySelector('.nl-spec').textContent);
+  return {natural: img.naturalWidth, shown: img.getBoundingClientRect().width, want: 2 * spec.narrow[0],
+          css: spec.narrow[0], src: img.currentSrc || img.src, file: spec.first.narrow[0]}; }"""
+
+
+def narrow_problems(root, where: str) -> list[str]:
+    """On a screen up to 600 px wide, an explorable shows its narrow layout, at a size where its smallest text
+    (8 pt, drawn at 90 dpi) stays at least 9 CSS px high; its figure loads once scrolled to."""
+    root.scroll_into_view_if_needed()
+    try:
+        root.evaluate(WAIT_FOR_FRAME)
+    except Exception:  # noqa: BLE001 - reported below
+        return [f"{where}: the figure did not load once scrolled to"]
+    n = root.evaluate(NARROW)
+    problems = []
+    if n["natural"] != n["want"] or not n["src"].endswith(n["file"]):
+        problems.append(f"{where}: shows {n['src'][-40:]} ({n['natural']} px), not the narrow layout {n['file']}")
+    if n["shown"] < 0.9 * n["css"]:
+        problems.append(f"{where}: the narrow figure is shown {n['shown']:.0f} px wide: its 8 pt text is under 9 px")
     return problems
 
 

@@ -63,6 +63,9 @@ function explorable(root, spec, source) {
   let img = root.querySelector("img.nl-frame") || make("img", { class: "nl-frame", alt: spec.alt || "" });
   const first = img.closest("picture") || img;
   stage.prepend(first);
+  // the book page's own picture holds the first frame in both layouts (and loads lazily): kept while it fits
+  const own = first.tagName === "PICTURE" ? { wide: img.getAttribute("src"),
+    narrow: first.querySelector("source").getAttribute("srcset") } : {};
   root.replaceChildren(...[...root.children].filter((n) => n.matches("link, script")),
     make("div", { class: "nl-title" }, make("b", { text: spec.title })),
     make("div", { class: "nl-controls" }, ...controls.map((c, i) => make("label", { class: "nl-control" },
@@ -119,7 +122,8 @@ function explorable(root, spec, source) {
     if (!(entry && key === shownKey)) loadingTimer = setTimeout(() => root.classList.add("nl-loading"), 100);
     if (!entry) return;   // asked for by render(); shown when it arrives
     root.dataset.frame = entry.src;
-    const { pic, ready } = picture(entry.src);
+    const { pic, ready } = img.closest("picture") && own[layout] === entry.src ? { pic: img, ready: null }
+      : picture(entry.src);
     await ready;
     if (mine !== wanted) return;   // a newer state was asked for while this one decoded
     clearTimeout(loadingTimer);
