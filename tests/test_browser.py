@@ -228,7 +228,7 @@ STATE = """(root) => {
   };
 }"""
 IMAGE_LOADED = """(root) => { const img = root.querySelector('img.nl-frame');
-  return img.complete && img.naturalWidth > 0 && root.dataset.frame &&
+  return img.complete && img.naturalWidth > 0 && root.dataset.frame && root.dataset.shown === root.dataset.state &&
     (img.currentSrc || img.src).endsWith(root.dataset.frame); }"""
 
 WAIT_FOR_FRAME = f"""(root) => new Promise((ok, fail) => {{
@@ -299,6 +299,10 @@ def move(v: Tab, root, i: int, target: int) -> None:
 
 
 def check_state(v: Tab, root, name: str, expected: Expected, state: list[int], what: str) -> dict:
+    try:   # the readouts and alt text come with their frame
+        root.evaluate(WAIT_FOR_FRAME)
+    except Exception:  # noqa: BLE001 - reported as a problem of the page
+        v.problems.append(f"{name}: after {what} the frame {root.get_attribute('data-frame')} did not load")
     got = root.evaluate(STATE)
     want = expected.at(state)
     if got["controls"] != state:
@@ -314,13 +318,8 @@ def check_state(v: Tab, root, name: str, expected: Expected, state: list[int], w
     if got["valuetext"] != sliders:
         v.problems.append(f"{name}: after {what} the sliders' aria-valuetext is {got['valuetext']}, they show "
                           f"{sliders}")
-    try:
-        root.evaluate(WAIT_FOR_FRAME)
-    except Exception:  # noqa: BLE001 - reported as a problem of the page
-        v.problems.append(f"{name}: after {what} the frame {root.get_attribute('data-frame')} did not load")
-    shown = root.evaluate("r => r.querySelector('img.nl-frame').getAttribute('src')")
-    if shown.rsplit("/", 1)[-1] != want["file"]:
-        v.problems.append(f"{name}: after {what} the page shows frame {shown}, Python draws {want['file']}")
+    if got["src"].rsplit("/", 1)[-1] != want["file"]:
+        v.problems.append(f"{name}: after {what} the page shows frame {got['src']}, Python draws {want['file']}")
     return got
 
 
@@ -329,7 +328,7 @@ def check_first_load_of_explorables(v: Tab) -> None:
     first screen load lazily, when the reader scrolls to them; WAIT_FOR_FRAME in check_combinations checks
     that each one arrives), and the page's own files are within 1.5 MB."""
     roots = v.page.locator(".normlab-explorable")
-    n_frames_at_load = sum("/nl-frames/" in u for u in v.urls)
+    n_frames_at_load = sum("/nl-frames/" in u and u.endswith(".png") for u in v.urls)
     if n_frames_at_load > roots.count():
         v.problems.append(f"first load fetched {n_frames_at_load} frames for {roots.count()} explorables")
     own, _ = v.sizes()
@@ -382,6 +381,7 @@ def check_combinations(v: Tab, page_path: str) -> None:
 FIT = """(root) => {
   const box = root.getBoundingClientRect();
   const over = Array.from(root.querySelectorAll('.nl-control, .nl-name, output, input, select, button, img'))
+    .filter(el => el.getClientRects().length)   // shown at all
     .filter(el => el.getBoundingClientRect().right > box.right + 1 || el.getBoundingClientRect().left < box.left - 1)
     .map(el => el.tagName + ' ' + (el.textContent || el.getAttribute('aria-label') || '').slice(0, 30));
   const cut = Array.from(root.querySelectorAll('.nl-name, button[data-preset], output'))

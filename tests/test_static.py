@@ -111,7 +111,7 @@ STATE = """r => ({state: r.dataset.state, src: r.querySelector('img.nl-frame').g
 
 
 def settle(page, root, state: str) -> dict:
-    page.wait_for_function("([r, s]) => r.dataset.state === s && !r.classList.contains('nl-loading') && "
+    page.wait_for_function("([r, s]) => r.dataset.state === s && r.dataset.shown === s && "
                            "r.querySelector('img.nl-frame').complete", arg=[root, state], timeout=10000)
     return root.evaluate(STATE)
 

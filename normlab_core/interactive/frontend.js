@@ -44,7 +44,7 @@ function explorable(root, spec, source) {
   const inputs = controls.map((c, i) => {
     if (c.kind === "choice") {
       return make("select", { "data-i": i, "aria-label": c.label, autocomplete: "off",
-        onchange: (e) => go(i, +e.target.value) }, ...c.labels.map((t, j) => make("option", { value: j, text: t })));
+        oninput: (e) => go(i, +e.target.value), onchange: (e) => go(i, +e.target.value) }, ...c.labels.map((t, j) => make("option", { value: j, text: t })));
     }
     return make("input", { type: "range", min: 0, max: c.labels.length - 1, step: 1, "data-i": i,
       "aria-label": c.label, autocomplete: "off", oninput: (e) => go(i, +e.target.value) });
@@ -61,11 +61,16 @@ function explorable(root, spec, source) {
   const current = make("div", { class: "nl-current" });
   const stage = make("div", { class: "nl-stage" }, status);
   let img = root.querySelector("img.nl-frame") || make("img", { class: "nl-frame", alt: spec.alt || "" });
-  const first = img.closest("picture") || img;
-  stage.prepend(first);
-  // the book page's own picture holds the first frame in both layouts (and loads lazily): kept while it fits
-  const own = first.tagName === "PICTURE" ? { wide: img.getAttribute("src"),
-    narrow: first.querySelector("source").getAttribute("srcset") } : {};
+  const page = img.closest("picture");
+  if (page) {   // the book page's picture holds the first frame of both layouts: an <img> of this one replaces it
+    const src = layout === "narrow" ? page.querySelector("source").getAttribute("srcset") : img.getAttribute("src");
+    const [w, h] = spec[layout];
+    img = make("img", { loading: img.getAttribute("loading") || "lazy", decoding: "async", class: "nl-frame",
+      width: w, height: h, alt: img.alt, src });   // loading before src: a lazy image waits to be scrolled near
+    images.set(src, { pic: img, ready: null });   // loaded lazily, when the reader scrolls near it
+    page.replaceWith(img);
+  }
+  stage.prepend(img);
   root.replaceChildren(...[...root.children].filter((n) => n.matches("link, script")),
     make("div", { class: "nl-title" }, make("b", { text: spec.title })),
     make("div", { class: "nl-controls" }, ...controls.map((c, i) => make("label", { class: "nl-control" },
@@ -122,14 +127,13 @@ function explorable(root, spec, source) {
     if (!(entry && key === shownKey)) loadingTimer = setTimeout(() => root.classList.add("nl-loading"), 100);
     if (!entry) return;   // asked for by render(); shown when it arrives
     root.dataset.frame = entry.src;
-    const { pic, ready } = img.closest("picture") && own[layout] === entry.src ? { pic: img, ready: null }
-      : picture(entry.src);
+    const { pic, ready } = picture(entry.src);
     await ready;
     if (mine !== wanted) return;   // a newer state was asked for while this one decoded
     clearTimeout(loadingTimer);
     root.classList.remove("nl-loading");
     pic.alt = entry.alt;
-    if (img !== pic) { (img.closest("picture") || img).replaceWith(pic); img = pic; }
+    if (img !== pic) { img.replaceWith(pic); img = pic; }
     shownKey = root.dataset.shown = key;
     current.replaceChildren(readoutTable(entry.rows));
     for (const [label, text] of entry.rows) {
@@ -171,6 +175,7 @@ function explorable(root, spec, source) {
 
   function go(i, j) {
     source.wake();
+    if (state[i] === j) return;
     const was = index(i, state[i]);
     step = j >= was ? 1 : -1;
     moved = i;
