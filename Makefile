@@ -8,9 +8,14 @@ NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-
 
 .PHONY: venv lab book notebooks check test test-unit test-notebooks test-book test-browser test-lab test-determinism bench exercises grade lint clean
 
-$(STAMP): requirements.txt pyproject.toml
+# lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
+# notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
+# markdown renderer that evaluates the notebooks' {eval} prose numbers) throws on Run All in long notebooks.
+$(STAMP): requirements.txt pyproject.toml lab-settings/overrides.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp lab-settings/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $@
 
 venv: $(STAMP)
