@@ -156,7 +156,9 @@ CONTENTS = """(entries) => {
   const section = document.createElement('section');
   section.className = 'nl-pdf-contents';
   section.innerHTML = '<h2 id="nl-pdf-contents">Contents</h2>';
-  const list = document.createElement('ol');
+  const list = document.createElement('ul');
+  list.style.listStyle = 'none';
+  list.style.paddingLeft = '0';
   for (const [href, title] of entries) {
     const li = document.createElement('li'); const a = document.createElement('a');
     a.href = href; a.textContent = title; a.className = 'reference internal';
@@ -226,6 +228,7 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
                     problems.append(f"{name}: other pages link to ids it does not have: {marks['missing'][:5]}")
                 item["headings"] = marks["headings"]
                 if i == 0:
+                    page.evaluate("() => document.documentElement.classList.add('nl-pdf-first')")
                     page.evaluate(CONTENTS, [[base + p["name"] + ".html", p["title"]] for p in printed[1:]])
                 running = BOOK_TITLE if item["title"] == BOOK_TITLE else f"{BOOK_TITLE} · {item['title']}"
                 footer = FOOTER.format(title=html_lib.escape(running))

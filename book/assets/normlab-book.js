@@ -19,10 +19,13 @@
  *    sense on a screen ("each button above the figure") gives way to a printed form.
  *    On a phone the floating "Back to top" button is replaced by a link at the end of the page,
  *    so nothing floats over the text or an explorable's readouts.
- * 4. Copy buttons and heading permalinks. sphinx-copybutton puts an invisible (shown on hover)
- *    button on every code cell, and each was a Tab stop: on 23.4 twenty of them stood between the
- *    top of the page and its first slider. They leave the Tab order; code can still be selected and
- *    copied. So do the hover-only "#" links beside headings (the contents list has the same links).
+ * 4. Copy buttons, heading permalinks and code boxes. sphinx-copybutton puts an invisible (shown on
+ *    hover) button on every code cell, and each was a Tab stop: on 23.4 twenty of them stood between
+ *    the top of the page and its first slider. They leave the Tab order; code can still be selected and
+ *    copied. So do the hover-only "#" links beside headings (the contents list has the same links),
+ *    and the code and output boxes that scroll sideways, which pydata-sphinx-theme makes Tab stops
+ *    (on 23.7 thirty of them before the first slider): they scroll by touch, wheel or trackpad, and
+ *    the whole of every line is in the notebook and in the PDF edition.
  * 5. Tap to zoom. On a phone a figure (an explorable's picture, img.nl-frame, or any image a
  *    code cell shows) is shrunk to the column and its tick labels become too small to read;
  *    tapping it shows the picture at full size in a dialog that scrolls. A tap, Escape or the close button closes it.
@@ -122,8 +125,9 @@
     "#jb-print-docs-body, nav, script, style, .nl-data, .nl-ghost, .MathJax_Preview, .nl-screen-only";
 
   // The text of a page (or of the section `anchor` names), with maths read as plain symbols.
-  function pageText(htmlString, anchor) {
+  function pageText(htmlString, anchor, withCode) {
     var doc = new DOMParser().parseFromString(htmlString, "text/html");
+    if (!withCode) doc.querySelectorAll(".cell_input, .cell_output pre, div.highlight").forEach(function (el) { el.remove(); });
     doc.querySelectorAll(".math, script[type^='math/tex']").forEach(function (el) {
       el.replaceWith(doc.createTextNode(" " + plainMath(el.textContent) + " "));
     });
@@ -185,11 +189,16 @@
     // searchtools.js declares `const Search` (a global binding, not a property of window).
     if (typeof Search === "undefined" || !Search.makeSearchSummary || Search._normlabPatched) return;
     Search._normlabPatched = true;
-    Search.htmlToText = pageText;
+    Search.htmlToText = function (htmlString, anchor) { return pageText(htmlString, anchor, true); };
     Search.makeSearchSummary = function (htmlText, keywords, anchor) {
       var words = Array.from(keywords || []).concat(Search._normlabWords || []);
-      var text = pageText(htmlText, anchor);
-      if (!text && anchor) text = pageText(htmlText, "");
+      // the prose first; the code only when the words are in nothing else
+      var text = pageText(htmlText, anchor, false);
+      if (firstHit(text, words) < 0) {
+        var all = pageText(htmlText, anchor, true);
+        if (firstHit(all, words) >= 0 || !text) text = all;
+      }
+      if (!text && anchor) text = pageText(htmlText, "", true);
       var p = document.createElement("p");
       p.classList.add("context");
       p.textContent = snippet(text, words);
@@ -267,6 +276,54 @@
     });
   }
 
+  // Printed code may wrap (paper does not scroll), but only at a space: each run of characters without a
+  // space becomes one span that does not wrap (.nl-tok, normlab-book.css). Line breaks between two
+  // characters of a run (after a ")" before a "[", which the browser allows) are so ruled out. The
+  // code's own text is unchanged; the original markup comes back after printing.
+  function keepTokens() {
+    document.querySelectorAll("article pre").forEach(function (pre) {
+      if (pre.dataset.nlScreen !== undefined || pre.closest(".normlab-explorable")) return;
+      pre.dataset.nlScreen = pre.innerHTML;
+      var leaves = [];
+      var walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+      for (var n = walker.nextNode(); n; n = walker.nextNode()) leaves.push(n);
+      var out = document.createDocumentFragment(), token = null;
+      leaves.forEach(function (leaf) {
+        var chain = [];
+        for (var el = leaf.parentElement; el && el !== pre; el = el.parentElement) chain.unshift(el);
+        leaf.data.split(/(\s+)/).forEach(function (part) {
+          if (!part) return;
+          var piece = document.createTextNode(part);
+          for (var i = chain.length - 1; i >= 0; i--) {
+            var wrap = chain[i].cloneNode(false);
+            wrap.appendChild(piece);
+            piece = wrap;
+          }
+          if (/^\s/.test(part)) {
+            token = null;
+            out.appendChild(piece);
+          } else {
+            if (!token) {
+              token = document.createElement("span");
+              token.className = "nl-tok";
+              out.appendChild(token);
+            }
+            token.appendChild(piece);
+          }
+        });
+      });
+      pre.textContent = "";
+      pre.appendChild(out);
+    });
+  }
+
+  function restoreTokens() {
+    document.querySelectorAll("article pre[data-nl-screen]").forEach(function (pre) {
+      pre.innerHTML = pre.dataset.nlScreen;
+      delete pre.dataset.nlScreen;
+    });
+  }
+
   function setupPrint() {
     mirrorChoices();
     printWording();
@@ -276,11 +333,13 @@
     var theme = null;
     window.addEventListener("beforeprint", function () {
       mirrorChoices();
+      keepTokens();
       document.querySelectorAll("img[loading=lazy]").forEach(function (img) { img.loading = "eager"; });
       theme = document.documentElement.dataset.theme;
       if (theme && theme !== "light") document.documentElement.dataset.theme = "light";
     });
     window.addEventListener("afterprint", function () {
+      restoreTokens();
       if (theme && theme !== "light") document.documentElement.dataset.theme = theme;
       theme = null;
     });
@@ -306,6 +365,20 @@
     });
     p.appendChild(a);
     article.appendChild(p);
+  }
+
+  // pydata-sphinx-theme sets tabIndex 0 on every box that scrolls (and again after a resize or a change of
+  // the page); code boxes and cell outputs are taken out again whenever it does.
+  var SCROLL_BOXES = "pre, .cell_output > .output";
+  function untabScrollBoxes() {
+    var main = document.getElementById("main-content");
+    if (!main || main._normlabUntab) return;
+    main._normlabUntab = true;
+    var untab = function (el) { if (el.matches(SCROLL_BOXES) && el.tabIndex !== -1) el.tabIndex = -1; };
+    main.querySelectorAll(SCROLL_BOXES).forEach(untab);
+    new MutationObserver(function (records) {
+      records.forEach(function (r) { if (r.target.nodeType === 1) untab(r.target); });
+    }).observe(main, { subtree: true, attributes: true, attributeFilter: ["tabindex"] });
   }
 
   function untabCopyButtons() {
@@ -380,6 +453,7 @@
     setupPrint();
     backToTopLink();
     untabCopyButtons();
+    untabScrollBoxes();
     // sphinx-copybutton adds its buttons on DOMContentLoaded too, possibly after this script
     window.addEventListener("load", untabCopyButtons);
     patchSearch();
