@@ -15,11 +15,13 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
-# JupyterLab refuses to start as root unless told; root is common in containers and CI machines.
-LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
-
+# JupyterLab on the repository root, opening the notebooks folder (links to the glossary and references work).
+# Learners: nbgrader's tools off. Instructors: `make lab-instructor` (scripts/lab.py; book/instructors.md).
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
+	$(BIN)/python scripts/lab.py $(LAB_ARGS)
+
+lab-instructor: $(STAMP)
+	$(BIN)/python scripts/lab.py --instructor $(LAB_ARGS)
 
 # The static site: notebooks are executed with NORMLAB_STATIC=1, so every explorable
 # is written out as a pre-rendered slider that works without a kernel.

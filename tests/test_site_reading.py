@@ -560,8 +560,11 @@ def dark_panel_problems(page, page_path: str) -> list[str]:
     panels = page.evaluate(DARK_PANEL)
     light = [p for p in panels if p["rgb"] and sum(p["rgb"]) / 3 > 110]
     if panels:
-        page.locator(".normlab-explorable").first.scroll_into_view_if_needed()
-        shot(page, "1280x900", page_path, "__dark-explorable")
+        folder = SCREENSHOTS / "1280x900"
+        folder.mkdir(parents=True, exist_ok=True)
+        page.evaluate(LOAD_LAZY_IMAGES)
+        page.locator(".normlab-explorable").first.screenshot(
+            path=str(folder / (page_path.replace("/", "__") + "__dark-explorable.png")))
     return [f"{page_path} (dark): explorable panel on a light background: {light}"] if light else []
 
 
