@@ -666,8 +666,6 @@ LINE_BREAKS = """(print) => {
   // their text has: a line broke. On screen no line may break (the box scrolls sideways instead); in print
   // a line wider than the page may wrap, but only at a space, never inside a token.
   const found = [];
-  const lineTops = (node, from, to) => { const r = document.createRange(); r.setStart(node, from); r.setEnd(node, to);
-    const rects = Array.from(r.getClientRects()).filter(x => x.width > 0); return rects.length ? rects[0].top : null; };
   const boxes = document.querySelectorAll('article pre, article .cell_output table td, article .cell_output table th');
   for (const el of boxes) {
     if (el.closest('.normlab-explorable') || !el.checkVisibility()) continue;
@@ -689,19 +687,24 @@ LINE_BREAKS = """(print) => {
       found.push(`${where}: ${lines} lines of text shown on ${shown} lines: "${text.slice(0, 60)}"`);
       continue;
     }
-    // print: look for a break between two characters of one token
+    // print: look for a token (a run of characters without a space) laid out across two lines; each run of a
+    // text node is measured at once, and where a run goes on in the next text node, its last and first characters
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-    let prev = null, prevTop = null, broken = null;
+    let broken = null, prevEnd = null;  // prevEnd: top of the last character of the previous node, if not a space
+    const probe = document.createRange();
+    const top = (n, from, to) => { probe.setStart(n, from); probe.setEnd(n, to);
+      const rects = Array.from(probe.getClientRects()).filter(x => x.width > 0);
+      return rects.length ? [rects[0].top, rects[rects.length - 1].top] : null; };
     for (let n = walker.nextNode(); n && !broken; n = walker.nextNode()) {
-      for (let i = 0; i < n.length && !broken; i++) {
-        const c = n.data[i];
-        if (c === '\\n') { prev = null; prevTop = null; continue; }
-        const top = lineTops(n, i, i + 1);
-        if (top === null) continue;
-        if (prev !== null && top - prevTop > lh / 2 && !/\\s/.test(prev) && !/\\s/.test(c))
-          broken = n.data.slice(Math.max(0, i - 20), i) + '⏎' + n.data.slice(i, i + 20);
-        prev = c; prevTop = top;
+      const data = n.data;
+      for (const m of data.matchAll(/\\S+/g)) {
+        const t = top(n, m.index, m.index + m[0].length);
+        if (!t) continue;
+        if (t[1] - t[0] > lh / 2) broken = m[0];
+        if (m.index === 0 && prevEnd !== null && t[0] - prevEnd > lh / 2) broken = '…⏎' + m[0];
       }
+      const last = data.length && !/\\s/.test(data[data.length - 1]) ? top(n, data.length - 1, data.length) : null;
+      prevEnd = last ? last[0] : null;
     }
     if (broken) found.push(`${where}: a token breaks across lines in print: "${broken}"`);
   }
@@ -716,11 +719,13 @@ def line_break_problems(page, printing: bool = False) -> list[str]:
 
 def line_break_scan_catches_a_wrapped_line(r, phone: bool = False) -> None:
     """The scan itself (23.3 open in `r`, run by test_page_on_a_laptop after its checks): a printed table made to
-    wrap, as the theme's pre-wrap did, is reported."""
+    wrap, as the theme's pre-wrap did, is reported, and so is (by the print scan) a token it breaks."""
     r.page.evaluate("""() => { const pre = document.querySelector('article .cell_output pre');
       pre.style.whiteSpace = 'pre-wrap'; pre.style.wordBreak = 'break-all'; pre.style.width = '220px'; }""")
     found = r.page.evaluate(LINE_BREAKS, False)
     assert found, "a printed table squeezed to 220 px with pre-wrap was not reported"
+    found = r.page.evaluate(LINE_BREAKS, True)
+    assert found and "token breaks" in found[0], f"a token broken by break-all was not reported in print: {found}"
     r.page.evaluate("() => { const pre = document.querySelector('article .cell_output pre'); pre.style.cssText = ''; }")
 
 
@@ -784,9 +789,9 @@ def print_problems(r, page_path: str) -> list[str]:
 BACK_TO_TOP = """async () => {
   // scroll down the page, then back up a little: the theme shows its floating button then
   window.scrollTo(0, document.documentElement.scrollHeight);
-  await new Promise(r => setTimeout(r, 150));
+  await new Promise(r => setTimeout(r, 100));
   window.scrollBy(0, -500);
-  await new Promise(r => setTimeout(r, 350));
+  await new Promise(r => setTimeout(r, 250));
   const floating = document.getElementById('pst-back-to-top');
   const link = document.getElementById('nl-back-to-top');
   const covers = [];
