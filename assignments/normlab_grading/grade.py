@@ -165,7 +165,8 @@ def visible_data(release: dict) -> dict:
     with contextlib.redirect_stdout(io.StringIO()):
         for cell in release["cells"]:
             if cell.get("cell_type") == "code" and structure.is_locked(cell) and not structure.is_check(cell):
-                exec(compile(cell["source"], f"<release cell {structure.grade_id(cell)}>", "exec"), ns)  # noqa: S102
+                source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+                exec(compile(source, f"<release cell {structure.grade_id(cell)}>", "exec"), ns)  # noqa: S102
     return ns
 
 
@@ -303,9 +304,11 @@ def record(api, course: Path, assignment: str, student: str, notebook: dict) -> 
         shutil.rmtree(staged)
     staged.mkdir(parents=True)
     (staged / f"{NOTEBOOK}.ipynb").write_text(json.dumps(notebook, indent=1, ensure_ascii=False), encoding="utf-8")
-    stamp = course / "submitted" / student / assignment / "timestamp.txt"
-    if stamp.is_file():
-        shutil.copy2(stamp, staged / "timestamp.txt")
+    # Everything else the submission holds goes along (timestamp.txt, the exchange's submission_secret.txt that
+    # release_feedback needs, files the student added), as when nbgrader reads submitted/ itself.
+    for other in (course / "submitted" / student / assignment).iterdir():
+        if other.is_file() and other.suffix != ".ipynb":
+            shutil.copy2(other, staged / other.name)
     saved = api.coursedir.submitted_directory
     api.coursedir.submitted_directory = STAGED
     try:
@@ -440,26 +443,41 @@ def grade(course: Path, args) -> int:
     seed = seed_from(config)
     timings = []
     if todo:
-        context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(
-                max_workers=jobs, mp_context=context, initializer=_init_worker,
-                initargs=(course, assignment, unsafe, limits, seed, jobs)) as pool:
-            futures = {pool.submit(_grade_in_worker, student): (student, mine) for student, mine in todo}
-            api = course_api(course)  # after the workers started: they never import nbgrader
-            for future in concurrent.futures.as_completed(futures):
-                student, mine = futures[future]
-                result = future.result()
-                state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
-                states[student] = state
-                timings.append(state["seconds"])
-                print(f"  graded {student:<24} {state['seconds']:6.1f} s  {state['status']}", flush=True)
-        graded = [s for s, _ in todo if states[s].get("recorded")]
+        graded = grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states,
+                           timings)
         feedback(course, assignment, graded, students, jobs, state_dir)
     else:
         print("nothing to grade: every submission is unchanged since it was last graded (--all to grade again)")
     csv_path = export(course, assignment, states)
     report(course, assignment, students, states, csv_path, state_dir, timings, time.monotonic() - started, jobs)
     return 1 if any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
+
+
+def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings):
+    """Grade `todo` ([(student, fingerprint)]): in `jobs` worker processes (forked before nbgrader is imported
+    here), or in this process for one job; record each result in the gradebook as it arrives."""
+
+    def done(result, mine):
+        state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
+        states[result["student"]] = state
+        timings.append(state["seconds"])
+        print(f"  graded {result['student']:<24} {state['seconds']:6.1f} s  {state['status']}", flush=True)
+
+    if jobs == 1:
+        worker = Worker(course, assignment, unsafe, limits, seed, 1)
+        api = course_api(course)
+        for student, mine in todo:
+            done(worker.grade(student), mine)
+    else:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(
+                max_workers=jobs, mp_context=context, initializer=_init_worker,
+                initargs=(course, assignment, unsafe, limits, seed, jobs)) as pool:
+            futures = {pool.submit(_grade_in_worker, student): mine for student, mine in todo}
+            api = course_api(course)  # after the workers started: they never import nbgrader
+            for future in concurrent.futures.as_completed(futures):
+                done(future.result(), futures[future])
+    return [s for s, _ in todo if states[s].get("recorded")]
 
 
 def finish(api, course: Path, assignment: str, result: dict, mine: str, fingerprint: str, state_dir: Path) -> dict:
@@ -507,10 +525,18 @@ def feedback(course: Path, assignment: str, students: list, everyone: list, jobs
     if not students:
         return
     chunks = [students[i::jobs] for i in range(min(jobs, len(students)))]
+    if len(chunks) == 1:
+        _FEEDBACK[:] = [course_api(course)]
+        results = [_feedback_chunk(assignment, chunks[0], everyone)]
+        return _feedback_log(chunks, results, state_dir)
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(max_workers=len(chunks), mp_context=context,
                                                 initializer=_init_feedback, initargs=(course,)) as pool:
         results = list(pool.map(_feedback_chunk, [assignment] * len(chunks), chunks, [everyone] * len(chunks)))
+    _feedback_log(chunks, results, state_dir)
+
+
+def _feedback_log(chunks, results, state_dir: Path) -> None:
     for chunk, result in zip(chunks, results, strict=True):
         if not result.get("success"):
             for student in chunk:

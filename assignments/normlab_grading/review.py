@@ -31,6 +31,8 @@ PATTERNS: list[tuple[str, re.Pattern]] = [
     ("replaces functions at run time (monkeypatching)",
      re.compile(r"\bbuiltins\b|__builtins__|\bsetattr\s*\(|__code__|sys\s*\.\s*modules|"
                 r"\b(np|numpy|math|normlab_core)(\s*\.\s*\w+)+\s*=(?!=)")),
+    ("reads stack frames (the caller's variables)",
+     re.compile(r"\b(tb_frame|f_back|f_locals|f_globals|gi_frame|cr_frame|__traceback__|exc_info)\b")),
     ("runs code built at run time", re.compile(r"\b(exec|eval|compile|__import__)\s*\(|importlib|\bctypes\b|"
                                                r"\bgc\s*\.|\binspect\s*\.|base64|codecs")),
     ("changes the working folder or reads the course files",

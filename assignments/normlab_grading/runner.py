@@ -247,7 +247,7 @@ class Alarm:
     def __init__(self, exc):
         self.exc = exc
         self.fired = False
-        signal.signal(signal.SIGALRM, self._handler)
+        self.previous = signal.signal(signal.SIGALRM, self._handler)
 
     def _handler(self, signum, frame):
         self.fired = True
@@ -259,6 +259,10 @@ class Alarm:
 
     def stop(self) -> None:
         _setitimer(signal.ITIMER_REAL, 0, 0)
+
+    def close(self) -> None:
+        self.stop()
+        signal.signal(signal.SIGALRM, self.previous or signal.SIG_DFL)
 
 
 def run_cells(shell, job: dict) -> None:
@@ -343,9 +347,14 @@ def describe(value, np, budget: list, depth: int = 0):
 
 # --- the calls the grader asks for ------------------------------------------------------------------------
 
+_TRIPWIRES: dict = {}
+
+
 def _tripwire_code(name: str, freevars: tuple):
     """A code object that records `name` in __normlab_tripped__ and raises; it has the given free variables,
     so it can replace the code of a closure (a decorated function) too."""
+    if (name, freevars) in _TRIPWIRES:
+        return _TRIPWIRES[name, freevars]
     outer = "".join(f"    {v} = None\n" for v in freevars)
     touch = f"        ({', '.join(freevars)},)\n" if freevars else ""
     source = (f"def _outer():\n{outer}    def _tripwire(*args, **kwargs):\n{touch}"
@@ -355,7 +364,8 @@ def _tripwire_code(name: str, freevars: tuple):
     scope: dict = {}
     exec(compile(source, "<tripwire>", "exec"), scope)  # noqa: S102
     code = scope["_outer"]().__code__
-    return code if code.co_freevars == freevars else None
+    _TRIPWIRES[name, freevars] = code if code.co_freevars == freevars else None
+    return _TRIPWIRES[name, freevars]
 
 
 def _core_functions(modules) -> list:
@@ -420,9 +430,11 @@ FUNCTIONS = {
 }
 
 
-def run_groups(shell, request: dict, np) -> None:
-    ns = shell.user_ns
+def run_groups(ns: dict, request: dict, np, send=None) -> None:
+    """Make the calls of every group (check cell) on the functions in `ns`; send one record per group."""
+    send = send or emit
     alarm = Alarm(_Stopped)
+    saved = sys.stdout, sys.stderr
     for group in request["groups"]:
         results: list = []
         tripped: list = []
@@ -432,24 +444,28 @@ def run_groups(shell, request: dict, np) -> None:
         sink = Sink()
         sys.stdout, sys.stderr = sink, sink
         calls = group["calls"]
-        for call in calls:
-            left = budget - (_monotonic() - start)
-            if left <= 0:
-                stopped = True
-                break
-            try:
-                results.append(one_call(ns, call, group.get("tripwire", ()), tripped, np, alarm, left))
-            except _Stopped:
-                stopped = True
-                break
-        alarm.stop()
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        emit({"group": group["id"], "results": results, "tripped": tripped, "stopped": stopped,
+        try:
+            with Tripwires(group.get("tripwire", ()), tripped):
+                for call in calls:
+                    left = budget - (_monotonic() - start)
+                    if left <= 0:
+                        stopped = True
+                        break
+                    try:
+                        results.append(one_call(ns, call, np, alarm, left))
+                    except _Stopped:
+                        stopped = True
+                        break
+        finally:
+            alarm.stop()
+            sys.stdout, sys.stderr = saved
+        send({"group": group["id"], "results": results, "tripped": tripped, "stopped": stopped,
               "finished": len(results), "total": len(calls), "elapsed": round(_monotonic() - start, 3),
               "printed": sink.total})
+    alarm.close()
 
 
-def one_call(ns, call, tripwire, tripped, np, alarm, seconds):
+def one_call(ns, call, np, alarm, seconds):
     if "get" in call:
         name = call["get"]
         if name not in ns:
@@ -476,7 +492,7 @@ def one_call(ns, call, tripwire, tripped, np, alarm, seconds):
         ns[other] = spoiled
     out: dict = {}
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"), Tripwires(tripwire, tripped):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             alarm.start(seconds)
             try:
@@ -503,6 +519,8 @@ def one_call(ns, call, tripwire, tripped, np, alarm, seconds):
 def main() -> None:
     job = read_line()
     RESULT_FD[0] = int(job.get("result_fd", 3))
+    for name, (soft, hard) in job.get("rlimits", {}).items():
+        resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
     if job.get("uid") is not None:
         drop_privileges(int(job["uid"]), int(job["gid"]), int(job.get("nproc", 0)))
     shell = make_shell()
@@ -512,7 +530,7 @@ def main() -> None:
     run_cells(shell, job)
     emit({"cells-done": True})
     request = read_line()
-    run_groups(shell, request, np)
+    run_groups(shell.user_ns, request, np)
     emit({"end": True})
     os._exit(0)
 

@@ -24,7 +24,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -107,7 +106,7 @@ def _system_binds() -> list[str]:
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
     # The dynamic linker's cache and a minimal identity (some libraries look up the user's name).
-    args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    args += ["--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     return args
 
 
@@ -213,16 +212,11 @@ def check_sandbox() -> None:
 
 # --- running --------------------------------------------------------------------------------------------------
 
-def _limit_resources(limits: Limits, cpu_seconds: float):
-    def apply():
-        mem = limits.memory_mb << 20
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        cpu = int(cpu_seconds) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-        resource.setrlimit(resource.RLIMIT_FSIZE, ((limits.disk_mb * 4) << 20, (limits.disk_mb * 4) << 20))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return apply
+def rlimits(limits: Limits) -> dict:
+    """The resource limits the runner applies to itself (and so to everything it starts), by name."""
+    cpu = int(limits.submission_seconds) + 1
+    return {"AS": [limits.memory_mb << 20] * 2, "CPU": [cpu, cpu + 5], "NOFILE": [256, 256], "CORE": [0, 0],
+            "FSIZE": [(limits.disk_mb * 4) << 20] * 2}
 
 
 class _Tampered(Exception):
@@ -244,9 +238,12 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
     cmd = bwrap_command(limits, assignment) if sandbox else unsafe_command()
     env = None if sandbox else dict(os.environ, **{k: v for k, v in sandbox_environment().items()
                                                    if k.startswith(("OMP", "OPENBLAS", "MKL", "MPL", "PYTHONH"))})
+    # The runner sets its own limits (memory, CPU time, file sizes, open files, processes) before any
+    # student code runs; bubblewrap itself is not limited.
+    job["rlimits"] = rlimits(limits)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            pass_fds=(write_fd,), preexec_fn=_limit_resources(limits, limits.submission_seconds),
-                            start_new_session=True, env=env, cwd=None if sandbox else _scratch())
+                            pass_fds=(write_fd,), start_new_session=True, env=env,
+                            cwd=None if sandbox else _scratch())
     os.close(write_fd)
 
     def send(obj) -> None:
