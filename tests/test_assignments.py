@@ -245,3 +245,15 @@ def test_make_exercises_only_is_a_command(capsys):
     with pytest.raises(SystemExit):
         mx.main(["--only", "1"])
     assert "--only and --name go together" in capsys.readouterr().err
+
+
+def test_the_visible_numbers_of_exercise_3_are_what_the_grader_computes():
+    # The check cell of exercise 3 holds exact magnitudes; `python -m normlab_grading.hidden_checks` prints them
+    # for the data cell as it is (an instructor who changes the data pastes the new ones in).
+    from normlab_grading import hidden_checks
+
+    source = nbformat.read(SOURCE, as_version=4)
+    cell = next(c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_ex3_visible")
+    for name, values in hidden_checks.visible_values(SOURCE).items():
+        shown = re.search(rf'"{name}": \((?:plain|normed), \[([^\]]*)\]', cell.source).group(1)
+        assert [float(v) for v in shown.split(",")] == [float(f"{v:.10g}") for v in values], name

@@ -188,13 +188,19 @@ def test_the_grade_command_is_incremental(graded, monkeypatch, capsys):
     monkeypatch.chdir(course)
     assert grade.main(["chapter23", "-j", "1"]) == 1  # crash still fails to grade
     assert "grading 0 (new or changed)" in capsys.readouterr().out
-    # A resubmission is graded again, and only it.
+    # A resubmission is graded again, and only it; a manual grade given before stays.
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="normlab") as gb:
+        gb.find_grade("ex5_answer", "exercises", mx.ASSIGNMENT, "wrong_c").manual_score = 3.5
+        gb.db.commit()
     nbformat.write(submissions(source, released)["reference"],
                    course / "submitted" / "wrong_c" / mx.ASSIGNMENT / mx.NOTEBOOK)
     assert grade.main(["chapter23", "-j", "1"]) == 1
     out = capsys.readouterr().out
     assert "grading 1 (new or changed)" in out and "graded wrong_c" in out
-    assert re.search(r"^wrong_c\s+18\.0\s+26\.0\s+ok$", out, re.M), out
+    assert re.search(r"^wrong_c\s+21\.5\s+26\.0\s+ok$", out, re.M), out
+    assert cell_scores(course, "wrong_c")["ex5_answer"] == (3.5, 4.0)
     # One student on demand, changed or not; the others keep their grades.
     stamp = (course / "feedback" / "reference" / mx.ASSIGNMENT / "exercises.html").stat().st_mtime_ns
     assert grade.main(["chapter23", "--student", "reference"]) == 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 from grading_support import COURSE, ROOT, sandbox, tree_digest
@@ -225,6 +224,20 @@ def test_the_calls_return_plain_data_and_nothing_of_the_grader_is_in_the_namespa
     json.dumps(group)  # plain data
 
 
+def test_as_an_ordinary_user_the_sandbox_uses_a_user_namespace(monkeypatch):
+    # What an instructor who is not root gets: bubblewrap makes a user namespace in which the code is uid 65534,
+    # with no capabilities, and cannot make namespaces of its own (bubblewrap 0.8's --disable-userns).
+    monkeypatch.setattr(sandbox, "privileged", lambda: False)
+    probe = ("import os, subprocess\n"
+             "print(os.getuid(), open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+             "print(subprocess.run(['unshare', '--user', 'true'], capture_output=True).returncode != 0)\n")
+    result = run([probe])
+    assert result.status == "ok", result.reason
+    lines = text(result, 0).split("\n")
+    assert lines[0] == "65534 0000000000000000"
+    assert lines[1] == ("True" if sandbox.bwrap_version() >= (0, 8) else lines[1])
+
+
 def test_without_the_sandbox_the_same_runner_works_but_reaches_everything(tmp_path):
     # What --unsafe-no-sandbox means: the same limits and protocol, and none of the isolation.
     target = tmp_path / "outside.txt"
@@ -232,11 +245,14 @@ def test_without_the_sandbox_the_same_runner_works_but_reaches_everything(tmp_pa
     assert result.status == "ok" and target.read_text() == "reached"
 
 
-def test_grading_refuses_to_run_without_the_sandbox(tmp_path, monkeypatch, capsys):
-    from grading_support import mx
+def test_grading_refuses_to_run_without_the_sandbox(tmp_path, tmp_path_factory, monkeypatch, capsys):
+    from grading_support import mx, released_course, shared_tmp
     from normlab_grading import grade
 
-    course = mx.copy_course(tmp_path / "course")
+    course, _, released = released_course(tmp_path / "course", shared_tmp(tmp_path_factory))
+    folder = course / "submitted" / "alice" / mx.ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / mx.NOTEBOOK).write_text(json.dumps(released))
     monkeypatch.setattr(sandbox, "BWRAP", str(tmp_path / "no-bwrap"))
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
     monkeypatch.setattr(sandbox, "_CHECKED", {})
@@ -244,4 +260,4 @@ def test_grading_refuses_to_run_without_the_sandbox(tmp_path, monkeypatch, capsy
     assert grade.main(["chapter23"]) == 2
     out = capsys.readouterr().out
     assert "Cannot grade safely: bubblewrap is not installed" in out and "--unsafe-no-sandbox" in out
-    assert not (Path(course) / "grades.csv").exists()
+    assert not (course / "grades.csv").exists() and not (course / "autograded").exists()

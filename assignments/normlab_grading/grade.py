@@ -387,17 +387,6 @@ def grade(course: Path, args) -> int:
     config = load_config(course)
     limits = limits_from(config)
     unsafe = args.unsafe_no_sandbox
-    if unsafe:
-        print("WARNING: grading WITHOUT a sandbox (--unsafe-no-sandbox): student code can read and change the "
-              "course, the gradebook and other students' work.")
-    else:
-        try:
-            sandbox.check_sandbox()
-        except sandbox.SandboxUnavailable as exc:
-            print(f"Cannot grade safely: {exc}.\nGrading runs each submission in a bubblewrap sandbox; install it "
-                  "(Debian/Ubuntu: apt-get install bubblewrap) or, knowing that student code can then reach every "
-                  "file of this account, run with --unsafe-no-sandbox (make grade UNSAFE=1).")
-            return 2
     release = course / "release" / assignment / f"{NOTEBOOK}.ipynb"
     if not release.is_file():
         print(f"no release at {release}: run `nbgrader generate_assignment {assignment}` (make release) first")
@@ -432,6 +421,17 @@ def grade(course: Path, args) -> int:
             states[student] = old
             continue
         todo.append((student, mine))
+    if unsafe:
+        print("WARNING: grading WITHOUT a sandbox (--unsafe-no-sandbox): student code can read and change the "
+              "course, the gradebook and other students' work.")
+    elif todo:
+        try:
+            sandbox.check_sandbox()
+        except sandbox.SandboxUnavailable as exc:
+            print(f"Cannot grade safely: {exc}.\nGrading runs each submission in a bubblewrap sandbox; install it "
+                  "(Debian/Ubuntu: apt-get install bubblewrap) or, knowing that student code can then reach every "
+                  "file of this account, run with --unsafe-no-sandbox (make grade UNSAFE=1).")
+            return 2
     jobs = args.jobs or os.cpu_count() or 1
     jobs = max(1, min(jobs, len(todo))) if todo else 1
     print(f"{assignment}: {len(students)} submissions; grading {len(todo)} "
@@ -442,14 +442,19 @@ def grade(course: Path, args) -> int:
     shutil.rmtree(course / STAGED, ignore_errors=True)
     seed = seed_from(config)
     timings = []
+    phases: dict = {}
     if todo:
+        t0 = time.monotonic()
         graded = grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states,
                            timings)
+        t1 = time.monotonic()
         feedback(course, assignment, graded, students, jobs, state_dir)
+        phases = {"grading": t1 - t0, "feedback": time.monotonic() - t1}
     else:
         print("nothing to grade: every submission is unchanged since it was last graded (--all to grade again)")
     csv_path = export(course, assignment, states)
-    report(course, assignment, students, states, csv_path, state_dir, timings, time.monotonic() - started, jobs)
+    report(course, assignment, students, states, csv_path, state_dir, timings, time.monotonic() - started, jobs,
+           phases)
     return 1 if any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
 
 
@@ -545,7 +550,7 @@ def _feedback_log(chunks, results, state_dir: Path) -> None:
                              f"{result.get('log', '')}\n{result.get('error', '')}")
 
 
-def report(course, assignment, students, states, csv_path, state_dir, timings, elapsed, jobs) -> None:
+def report(course, assignment, students, states, csv_path, state_dir, timings, elapsed, jobs, phases) -> None:
     with open(csv_path, newline="") as fh:
         scores = {r["student_id"]: r for r in csv.DictReader(fh) if r["assignment"] == assignment}
     print(f"\n{'student':<24} {'score':>7} {'max':>5}  status")
@@ -567,7 +572,9 @@ def report(course, assignment, students, states, csv_path, state_dir, timings, e
                 print(f"      {hit}")
     if timings:
         print(f"\ngraded {len(timings)} submission(s) in {elapsed:.1f} s with {jobs} worker(s): "
-              f"{sum(timings) / len(timings):.2f} s per submission on average (max {max(timings):.2f} s)")
+              f"{sum(timings) / len(timings):.2f} s per submission on average (max {max(timings):.2f} s); "
+              f"running and judging, with the gradebook records: {phases.get('grading', 0):.1f} s, "
+              f"feedback: {phases.get('feedback', 0):.1f} s")
     failed = {s: states[s]["status"] for s in students if states[s]["status"].startswith("FAILED")}
     if failed:
         print(f"\n{len(failed)} submission(s) FAILED TO GRADE (their grades.csv rows have no score):")

@@ -873,3 +873,26 @@ def judge(plan: Plan, record: dict | None, budget: float) -> Verdict:
     visible, hidden = plan.counts()
     return Verdict(gid, True, f"{part}: {visible} visible and {hidden} hidden cases passed" if hidden
                    else f"{part}: {visible} cases passed")
+
+
+def visible_values(source_path) -> dict:
+    """The exact magnitudes the visible check of exercise 3 compares with, for the data cell as it is now."""
+    import json
+
+    from normlab_grading.grade import visible_data
+
+    with open(source_path, encoding="utf-8") as fh:
+        nb = json.load(fh)
+    for cell in nb["cells"]:
+        cell["source"] = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    data = visible_data(nb)
+    return {"without LayerNorm": _magnitudes(data["x_input"], data["weights"], False),
+            "with LayerNorm": _magnitudes(data["x_input"], data["weights"], True)}
+
+
+if __name__ == "__main__":
+    import sys
+
+    path = sys.argv[1] if len(sys.argv) > 1 else "source/chapter23/exercises.ipynb"
+    for name, values in visible_values(path).items():
+        print(f"{name}: [{', '.join(f'{v:.10g}' for v in values)}]")

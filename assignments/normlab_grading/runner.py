@@ -74,10 +74,10 @@ def read_line() -> dict:
 
 # --- privileges and limits ---------------------------------------------------------------------------------
 
-def drop_privileges(uid: int, gid: int, nproc: int) -> None:
+def drop_privileges(uid, gid, nproc: int) -> None:
     """As root (bubblewrap run by root, without a user namespace): become an unprivileged user id, which also
-    drops every capability, so the process-count limit applies."""
-    if os.geteuid() == 0:
+    drops every capability, so the process-count limit applies. Then limit processes and threads."""
+    if uid is not None and os.geteuid() == 0:
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
@@ -521,8 +521,7 @@ def main() -> None:
     RESULT_FD[0] = int(job.get("result_fd", 3))
     for name, (soft, hard) in job.get("rlimits", {}).items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
-    if job.get("uid") is not None:
-        drop_privileges(int(job["uid"]), int(job["gid"]), int(job.get("nproc", 0)))
+    drop_privileges(job.get("uid"), job.get("gid"), int(job.get("nproc", 0)))
     shell = make_shell()
     import numpy as np
 

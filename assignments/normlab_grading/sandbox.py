@@ -143,24 +143,55 @@ def environment_binds() -> tuple[list[str], str, dict]:
     return args, python, env
 
 
+def privileged() -> bool:
+    """Root runs bubblewrap without a user namespace and the runner drops to uid 65534 itself; anyone else
+    gets a user namespace in which the sandbox's code is uid 65534."""
+    return os.geteuid() == 0
+
+
+_VERSION: list = []
+
+
+def bwrap_version() -> tuple:
+    """bubblewrap's version, as a tuple of ints ((0,) if it cannot be told)."""
+    if not _VERSION:
+        try:
+            out = subprocess.run([BWRAP, "--version"], capture_output=True, text=True, timeout=10).stdout
+            _VERSION.append(tuple(int(n) for n in out.split()[-1].split(".")))
+        except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+            _VERSION.append((0,))
+    return _VERSION[0]
+
+
+def _setuid_bwrap() -> bool:
+    try:
+        return bool(os.stat(BWRAP).st_mode & 0o4000)
+    except OSError:
+        return False
+
+
 def bwrap_command(limits: Limits, assignment: str = "work") -> list[str]:
     env_binds, python, python_env = environment_binds()
-    root = os.geteuid() == 0
+    version = bwrap_version()
     cmd = [BWRAP, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--hostname", "grading"]
-    if root:
+    if privileged():
         # Root sets up the namespaces; the runner's first act is to become uid 65534, which drops the last
         # two capabilities kept here (needed for that switch) and makes the process limit count.
         cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
-        cmd += ["--unshare-user", "--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED), "--disable-userns"]
+        cmd += ["--unshare-user", "--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED)]
+        if version >= (0, 8):
+            cmd += ["--disable-userns"]  # no namespaces of its own inside
     cmd += _system_binds() + env_binds
+    # The size of the writable folders needs bubblewrap 0.7 (and a bwrap that is not setuid).
+    size = ["--size", str(limits.disk_mb << 20)] if version >= (0, 7) and not _setuid_bwrap() else []
     cmd += ["--perms", "0755", "--dir", INSIDE_LIB, "--ro-bind", str(core_package()), f"{INSIDE_LIB}/normlab_core",
             "--ro-bind", str(RUNNER), INSIDE_RUNNER,
             "--proc", "/proc", "--dev", "/dev",
-            "--size", str(limits.disk_mb << 20), "--perms", "1777", "--tmpfs", "/tmp",
+            *size, "--perms", "1777", "--tmpfs", "/tmp",
             "--perms", "0755", "--dir", "/home",
-            "--size", str(limits.disk_mb << 20), "--perms", "0777", "--tmpfs", HOME,
+            *size, "--perms", "0777", "--tmpfs", HOME,
             "--perms", "0777", "--dir", f"{HOME}/{assignment}",
             "--chdir", f"{HOME}/{assignment}", "--clearenv"]
     for key, value in {**sandbox_environment(), **python_env}.items():
@@ -194,8 +225,13 @@ def check_sandbox() -> None:
             raise SandboxUnavailable(_CHECKED["ok"])
         return
     problem = None
-    if not os.path.exists(BWRAP) and not shutil.which("bwrap"):
+    global BWRAP
+    if not os.path.exists(BWRAP) and shutil.which("bwrap"):
+        BWRAP = shutil.which("bwrap")
+    if not os.path.exists(BWRAP):
         problem = "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    elif bwrap_version() < (0, 5):
+        problem = f"bubblewrap {'.'.join(map(str, bwrap_version()))} is too old: 0.5 or later is needed"
     else:
         cmd = bwrap_command(Limits())
         cmd = cmd[: cmd.index("--")] + ["--", cmd[cmd.index("--") + 1], "-c", "import numpy, IPython"]
@@ -230,11 +266,14 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
     normlab_core modules to trip on, and its `calls`). Returns what came back, checked against the protocol."""
     start = time.monotonic()
     read_fd, write_fd = os.pipe()
-    root = os.geteuid() == 0
     job = {"result_fd": write_fd, "cells": cells, "cell_limit": limits.cell_seconds,
            "text_cap": limits.text_cap, "data_cap": limits.data_cap}
-    if sandbox and root:
-        job.update(uid=UNPRIVILEGED, gid=UNPRIVILEGED, nproc=limits.processes * max(1, concurrent) + 16)
+    allowed = limits.processes * max(1, concurrent) + 16
+    if sandbox and privileged():
+        job.update(uid=UNPRIVILEGED, gid=UNPRIVILEGED, nproc=allowed)
+    elif sandbox:
+        # The limit counts every process and thread of the (real) user: those already running come on top.
+        job["nproc"] = _tasks_of_this_user() + allowed
     cmd = bwrap_command(limits, assignment) if sandbox else unsafe_command()
     env = None if sandbox else dict(os.environ, **{k: v for k, v in sandbox_environment().items()
                                                    if k.startswith(("OMP", "OPENBLAS", "MKL", "MPL", "PYTHONH"))})
@@ -416,6 +455,22 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
         text += f"\n[log cut: the sandbox wrote {log_total:,} bytes straight to its stdout/stderr]\n"
     return Run(cells=cell_records, groups=group_records, status=status, reason=reason,
                where=where if status != "ok" else "", log=text, seconds=time.monotonic() - start)
+
+
+def _tasks_of_this_user() -> int:
+    """Processes and threads that this user runs now (the base of RLIMIT_NPROC for an ordinary user)."""
+    uid, total = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            total += int(fields.get("Threads", "1").strip() or 1)
+    return total
 
 
 _SCRATCH: list = []
