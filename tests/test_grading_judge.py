@@ -91,6 +91,20 @@ def test_reference_gets_full_marks_with_other_data_and_seeds():
         assert failing(verdicts) == set(), {g: verdicts[g].message for g in failing(verdicts)}
 
 
+def test_a_partial_assignment_is_judged_on_the_check_cells_it_keeps():
+    # make_exercises.py --only 1,4: no data cells of exercises 2 and 3, and only their check cells to judge.
+    from grading_support import mx
+
+    part = mx.subset(nbformat.read(SOURCE, as_version=4), {1, 4})
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in part.cells
+           if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    assert sorted(ids) == [g for g in GRADE_IDS if g.startswith(("test_ex1", "test_ex4"))]
+    ctx = context(source=part)
+    assert "x_check" not in ctx.data and "x_input" not in ctx.data
+    verdicts = judge_namespace(namespace(source=part), ctx, ids)
+    assert set(verdicts) == set(ids) and failing(verdicts) == set()
+
+
 @pytest.mark.parametrize("part", sorted(WRONG))
 def test_each_plausible_mistake_loses_exactly_its_part(part, ctx):
     cell, code = WRONG[part]
