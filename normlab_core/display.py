@@ -52,12 +52,13 @@ def show_source(*objs) -> None:
     display(Markdown(f"```python\n{code}\n```"))
 
 
-def show_figure(fig, alt: str, caption: str = "") -> None:
-    """Display a finished matplotlib Figure as PNG, with alt text (and an optional caption) in the book."""
+def show_figure(fig, alt: str | None = None, caption: str = "") -> None:
+    """Display a finished matplotlib Figure as PNG. Without alt, a plain image: the book takes its caption
+    and alt text from the cell's metadata (myst-nb `mystnb.figure.caption`, `mystnb.image.alt`)."""
     from IPython.display import HTML, Image, display
 
     png = figure_png(fig)
-    if static_mode():
+    if static_mode() and alt is not None:
         src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
         display(HTML(f"<figure class='normlab-figure'><img src='{src}' alt='{html.escape(alt)}' "
