@@ -107,7 +107,8 @@
         .map(function (n) { return n.textContent; }).join("");
       if (/[←→]/.test(p.textContent) && p.querySelector("a") && !/[A-Za-z0-9]/.test(own)) p.remove();
     });
-    return (root.textContent || "").replace(/\s+/g, " ").trim();
+    // (no space before punctuation that follows a formula: "√(σ² + ε), not")
+    return (root.textContent || "").replace(/\s+/g, " ").replace(/ ([,.;:!?)])/g, "$1").trim();
   }
 
   // Where in `text` the query's words first appear (their stems, the words as typed, and the
