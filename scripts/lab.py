@@ -6,7 +6,9 @@
   first page is the notebooks folder. nbgrader's server extensions (formgrader, assignment list,
   course list, validate) and its JupyterLab extension (the Validate button, the Nbgrader menu, the
   Assignments and Formgrader panels, "Create Assignment") are off, through the configuration folder
-  lab/learner, which JUPYTER_CONFIG_PATH puts ahead of the installed configuration.
+  lab/learner, which JUPYTER_CONFIG_PATH puts ahead of the installed configuration. So is
+  jupyterlab-myst's renderer of Markdown *files* (its notebook cells stay MyST): JupyterLab's own
+  Markdown preview scrolls to a link's #entry, which the MyST one does not.
 * Instructors (`python scripts/lab.py --instructor`): JupyterLab with nbgrader's tools as installed,
   started in the course folder assignments/ (where nbgrader_config.py is, so that the Formgrader finds
   the course; book/instructors.md describes it).

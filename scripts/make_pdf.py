@@ -223,6 +223,8 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
                 broken = page.evaluate(READY)
                 if broken:
                     problems.append(f"{name}: images that did not load: {broken[:3]}")
+                # the plain reading of maths for the bookmark titles (the search page's script)
+                page.add_script_tag(url=base + "_static/normlab-search.js")
                 marks = page.evaluate(ANCHORS, sorted(targets[name]))
                 if marks["missing"]:
                     problems.append(f"{name}: other pages link to ids it does not have: {marks['missing'][:5]}")
