@@ -6,11 +6,16 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-determinism bench exercises grade lint clean
+.PHONY: venv lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-determinism bench exercises grade lint clean clean-grading
 
-$(STAMP): requirements.txt pyproject.toml
+# lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
+# notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
+# markdown renderer that evaluates the notebooks' {eval} prose numbers) throws on Run All in long notebooks.
+$(STAMP): requirements.txt pyproject.toml lab-settings/overrides.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp lab-settings/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $@
 
 venv: $(STAMP)
@@ -92,17 +97,24 @@ test-determinism: $(STAMP)
 
 bench: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m scripts.bench
+	$(BIN)/python scripts/bench_grading.py
 	@test -f _build/html/index.html || $(MAKE) book
 	MPLBACKEND=Agg $(BIN)/python scripts/bench_browser.py
 
 exercises: $(STAMP)
 	$(BIN)/python scripts/make_exercises.py
 
-# Autograde every submission in assignments/submitted/, write feedback and grades.csv, list what failed to grade.
+# Grade the new or changed submissions in assignments/submitted/ (each in a sandbox), write feedback and grades.csv,
+# list cells put back, submissions to review and what failed to grade. STUDENT=, FORCE=1, J=, UNSAFE=1 pass through.
 grade: $(STAMP)
 	$(MAKE) -C assignments grade PYTHON=$(abspath $(BIN)/python)
 
+# Build outputs only: a course's submissions, gradebook (manual grades included), feedback and grades stay.
 clean:
-	rm -rf _build .pytest_cache .hypothesis assignments/release assignments/autograded \
-	  assignments/submitted assignments/feedback assignments/gradebook.db \
-	  assignments/downloaded assignments/grades.csv assignments/logs
+	rm -rf _build .pytest_cache .hypothesis
+
+# Everything the course has collected and graded: asks for CONFIRM=yes, because manual grades go with it.
+clean-grading:
+	@test "$(CONFIRM)" = yes || { echo "this deletes assignments/submitted, gradebook.db (manual grades included), autograded, feedback, grades.csv, logs, downloaded and release: run make clean-grading CONFIRM=yes"; exit 2; }
+	rm -rf assignments/release assignments/autograded assignments/submitted assignments/feedback \
+	  assignments/gradebook.db assignments/downloaded assignments/grades.csv assignments/logs assignments/.staged
