@@ -11,6 +11,7 @@ NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-
 # lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
 # markdown renderer that evaluates the notebooks' {eval} prose numbers) throws on Run All in long notebooks.
+# Markdown files open in JupyterLab's Markdown preview (a notebook's link to a glossary entry lands there rendered).
 $(STAMP): requirements.txt pyproject.toml lab-settings/overrides.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt

@@ -2,13 +2,13 @@
 
 * Learners (`python scripts/lab.py`): the server's root is the repository, so that every link in a
   notebook works (`../book/glossary.md#sublayer` is inside it, and opens rendered, at its entry:
-  lab/settings/overrides.json makes Markdown files open in JupyterLab's Markdown preview), and the
-  first page is the notebooks folder. nbgrader's server extensions (formgrader, assignment list,
-  course list, validate) and its JupyterLab extension (the Validate button, the Nbgrader menu, the
-  Assignments and Formgrader panels, "Create Assignment") are off, through the configuration folder
-  lab/learner, which JUPYTER_CONFIG_PATH puts ahead of the installed configuration. So is
-  jupyterlab-myst's renderer of Markdown *files* (its notebook cells stay MyST): JupyterLab's own
-  Markdown preview scrolls to a link's #entry, which the MyST one does not.
+  lab-settings/overrides.json, which `make venv` installs, makes Markdown files open in JupyterLab's
+  Markdown preview), and the first page is the notebooks folder. nbgrader's server extensions
+  (formgrader, assignment list, course list, validate) and its JupyterLab extension (the Validate
+  button, the Nbgrader menu, the Assignments and Formgrader panels, "Create Assignment") are off,
+  through the configuration folder lab/learner, which JUPYTER_CONFIG_PATH puts ahead of the
+  installed configuration. So is jupyterlab-myst's renderer of Markdown *files* (its notebook cells
+  stay MyST): JupyterLab's own Markdown preview scrolls to a link's #entry, the MyST one does not.
 * Instructors (`python scripts/lab.py --instructor`): JupyterLab with nbgrader's tools as installed,
   started in the course folder assignments/ (where nbgrader_config.py is, so that the Formgrader finds
   the course; book/instructors.md describes it).
@@ -24,7 +24,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNER_CONFIG = ROOT / "lab" / "learner"
-SETTINGS = ROOT / "lab" / "settings"
 COURSE = ROOT / "assignments"
 FIRST_FOLDER = "notebooks"
 
@@ -33,7 +32,7 @@ def lab_args(root: Path = ROOT, instructor: bool = False) -> list[str]:
     """The `jupyter lab` options for a server whose root is `root` (the repository, or for instructors the
     course folder)."""
     first = "/lab" if instructor else f"/lab/tree/{FIRST_FOLDER}"
-    args = [f"--ServerApp.root_dir={root}", f"--LabApp.default_url={first}", f"--LabApp.app_settings_dir={SETTINGS}"]
+    args = [f"--ServerApp.root_dir={root}", f"--LabApp.default_url={first}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--allow-root")  # JupyterLab refuses to start as root unless told (containers, CI machines)
     return args
