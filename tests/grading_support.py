@@ -507,6 +507,18 @@ def counted_speedup(D):
 
 speedup_512 = counted_speedup(512)
 """,
+    # a file handed in beside the notebook, read from the working folder as in JupyterLab
+    "ex6_experiment": """
+import os
+
+
+def latent_experiment():
+    pass
+
+
+if os.path.exists("my_notes.txt"):
+    print("my notes:", open("my_notes.txt").read())
+""",
 }
 
 # Means by Python's sum() (rounding differs from np.mean in the last bits), variance by a generator.
