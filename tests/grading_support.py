@@ -352,8 +352,8 @@ def rms_norm_ops(D):
 """,
 }
 
-# 3. Counts read from the caller's stack frames, reached through an exception's traceback (the old hidden
-#    check held the expected counts in a local variable while it called the student's function).
+# 3. Counts taken from the callers' stack frames, reached through an exception's traceback: the old hidden
+#    check called the student's function from a module whose globals held the reference counter `_counts`.
 FRAME = {"ex4_counts": """
 def _callers():
     try:
@@ -361,25 +361,26 @@ def _callers():
     except ZeroDivisionError as exc:
         frame = exc.__traceback__.tb_frame.f_back.f_back
     while frame is not None:
-        yield frame.f_locals
+        yield frame
         frame = frame.f_back
 
 
-def _pick(D, bigger):
-    for scope in _callers():
-        for value in list(scope.values()):
-            if isinstance(value, tuple) and len(value) == 2 and all(type(n) is int for n in value) \\
-                    and (value[1] > value[0]) == bigger and value[0] >= D:
-                return value
+def _borrowed(norm, D):
+    for frame in _callers():
+        for scope in (frame.f_locals, frame.f_globals):
+            for name in ("_counts", "counts"):
+                found = scope.get(name)
+                if callable(found) and getattr(found, "__module__", "") != "__main__":
+                    return tuple(found(norm, D))
     return (0, 0)
 
 
 def layer_norm_ops(D):
-    return _pick(D, True)
+    return _borrowed("layer", D)
 
 
 def rms_norm_ops(D):
-    return _pick(D, False)
+    return _borrowed("rms", D)
 """}
 
 
