@@ -18,15 +18,15 @@ from normlab_grading.feedback import HideHiddenTests  # noqa: E402
 c.CourseDirectory.course_id = "normlab"
 c.CourseDirectory.root = HERE
 
-# Each cell of a submission gets this many seconds when it is autograded; a cell that runs longer is
-# interrupted, marked as failed, and grading continues with the next cell.
+# Each cell of a submission gets this many seconds when it is graded (in its sandbox, by `make grade`); a cell
+# that runs longer is interrupted, marked as failed, and grading continues with the next cell.
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# Feedback shows scores, the student's code and outputs and the messages of failed checks; the hidden tests
-# (source and tracebacks) are removed before the HTML is written.
+# Feedback shows scores, the student's code and outputs and the verdicts of the check cells; tracebacks in check
+# cells are cut to the error's type and message before the HTML is written.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     HideHiddenTests,

@@ -352,8 +352,8 @@ def rms_norm_ops(D):
 """,
 }
 
-# 3. Counts read from the caller's stack frames, reached through an exception's traceback (the old hidden
-#    check held the expected counts in a local variable while it called the student's function).
+# 3. Counts taken from the callers' stack frames, reached through an exception's traceback: the old hidden
+#    check called the student's function from a module whose globals held the reference counter `_counts`.
 FRAME = {"ex4_counts": """
 def _callers():
     try:
@@ -361,25 +361,26 @@ def _callers():
     except ZeroDivisionError as exc:
         frame = exc.__traceback__.tb_frame.f_back.f_back
     while frame is not None:
-        yield frame.f_locals
+        yield frame
         frame = frame.f_back
 
 
-def _pick(D, bigger):
-    for scope in _callers():
-        for value in list(scope.values()):
-            if isinstance(value, tuple) and len(value) == 2 and all(type(n) is int for n in value) \\
-                    and (value[1] > value[0]) == bigger and value[0] >= D:
-                return value
+def _borrowed(norm, D):
+    for frame in _callers():
+        for scope in (frame.f_locals, frame.f_globals):
+            for name in ("_counts", "counts"):
+                found = scope.get(name)
+                if callable(found) and getattr(found, "__module__", "") != "__main__":
+                    return tuple(found(norm, D))
     return (0, 0)
 
 
 def layer_norm_ops(D):
-    return _pick(D, True)
+    return _borrowed("layer", D)
 
 
 def rms_norm_ops(D):
-    return _pick(D, False)
+    return _borrowed("rms", D)
 """}
 
 
@@ -507,6 +508,18 @@ def counted_speedup(D):
 
 speedup_512 = counted_speedup(512)
 """,
+    # a file handed in beside the notebook, read from the working folder as in JupyterLab
+    "ex6_experiment": """
+import os
+
+
+def latent_experiment():
+    pass
+
+
+if os.path.exists("my_notes.txt"):
+    print("my notes:", open("my_notes.txt").read())
+""",
 }
 
 # Means by Python's sum() (rounding differs from np.mean in the last bits), variance by a generator.
@@ -530,7 +543,7 @@ zero_over_zero = "nan"
 """,
 }
 
-SLOW_SECONDS = 0.25  # per call of rmsnorm_backward; the tests' course allows 3 s per check cell
+SLOW_SECONDS = 0.2  # per call of rmsnorm_backward; the tests' course allows 3 s per check cell
 SLOW = {"ex2_backward": f"""
 import time
 
@@ -607,7 +620,7 @@ EXPECTED_LOST = {
     "internals": lost_cells(("2a", "3", "4a")),
     "frame": lost_cells(("4a",)),
     "intruder": set(), "huge": set(), "warn": set(), "float64": set(), "summean": set(), "deleted": set(),
-    "slow": {"test_ex2_hidden"},  # 27 calls of 0.25 s do not fit in the check cell's 3 s; the other cells do
+    "slow": {"test_ex2_hidden"},  # 27 calls of 0.2 s do not fit in the check cell's 3 s; 8 calls (2(a)) do
 }
 FAILED = {"crash": "kernel died"}
 

@@ -280,7 +280,7 @@ def test_a_slow_answer_is_stopped_with_the_cell_the_limit_and_the_calls(referenc
     assert not v.passed and v.timed_out
     m = re.search(r"time limit reached in the check cell test_ex2_hidden\. Its checks call rmsnorm_backward 27 "
                   r"times, with a limit of 0\.5 s for all of them together; (\d+) of the 27 calls finished", v.message)
-    assert m and 3 <= int(m.group(1)) <= 10, v.message
+    assert m and 1 <= int(m.group(1)) <= 10, v.message
 
 
 # --- what comes back from the sandbox cannot be trusted ----------------------------------------------------------

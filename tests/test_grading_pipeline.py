@@ -59,6 +59,7 @@ def graded(tmp_path_factory):
         folder = course / "submitted" / name / mx.ASSIGNMENT
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / mx.NOTEBOOK)
+    (course / "submitted" / "float64" / mx.ASSIGNMENT / "my_notes.txt").write_text("read from the working folder")
     protected = ["normlab_grading", "source", "release", "nbgrader_config.py", "submitted"]
     before = {part: tree_digest(course / part) if (course / part).is_dir() else (course / part).read_bytes()
               for part in protected}
@@ -208,6 +209,10 @@ def test_the_grade_command_is_incremental(graded, monkeypatch, capsys):
     assert "grading 1 (as asked)" in out and "graded reference" in out and "graded blank" not in out
     assert (course / "feedback" / "reference" / mx.ASSIGNMENT / "exercises.html").stat().st_mtime_ns != stamp
     assert re.search(r"^blank\s+0\.0\s+26\.0\s+ok$", out, re.M), out
+
+
+def test_files_handed_in_beside_the_notebook_are_in_its_working_folder(graded):
+    assert "my notes: read from the working folder" in _feedback(graded[0], "float64")
 
 
 def test_reference_runs_all_to_the_end(graded):

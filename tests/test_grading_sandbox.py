@@ -175,10 +175,11 @@ def test_a_cell_that_ignores_the_interrupt_is_stopped_and_reported():
 
 
 def test_a_slow_cell_is_interrupted_and_grading_goes_on():
-    result = run(["import time\ntime.sleep(30)", "print('next')"])
+    result = run(["import time\ntime.sleep(30)", "print('next')", "input('your name? ')"])
     assert result.status == "ok"
     assert result.cells[0]["timed_out"] and result.cells[0]["outputs"][-1]["ename"] == "KeyboardInterrupt"
     assert text(result, 1) == "next\n"
+    assert not result.cells[2]["timed_out"] and "input() is not available" in text(result, 2)
 
 
 def test_a_dead_kernel_is_reported():
@@ -257,6 +258,13 @@ def test_grading_refuses_to_run_without_the_sandbox(tmp_path, tmp_path_factory, 
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
     monkeypatch.setattr(sandbox, "_CHECKED", {})
     monkeypatch.chdir(course)
+    (course / "logs").mkdir()
+    with open(course / "logs" / ".grading.lock", "w") as held:  # another `make grade` in the same folder
+        import fcntl
+
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert grade.main(["chapter23"]) == 2
+    assert "another `make grade` is running in this course folder" in capsys.readouterr().out
     assert grade.main(["chapter23"]) == 2
     out = capsys.readouterr().out
     assert "Cannot grade safely: bubblewrap is not installed" in out and "--unsafe-no-sandbox" in out

@@ -30,6 +30,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import csv
+import fcntl
 import hashlib
 import io
 import json
@@ -129,8 +130,12 @@ class Worker:
         present = [structure.grade_id(c) for c in restored.cells if structure.is_check(c)]
         plans = {gid: self.plans[gid] for gid in present if gid in self.plans}
         budget = self.limits.check_seconds
+        files, left_out = own_files(folder)
+        if left_out:
+            result["review"].append(f"files of the submission not given to the notebook: {', '.join(left_out[:5])}")
         run = sandbox.run_submission(cells, lambda records: hidden_checks.request(plans, budget), self.limits,
-                                     sandbox=not self.unsafe, assignment=self.assignment, concurrent=self.jobs)
+                                     sandbox=not self.unsafe, assignment=self.assignment, concurrent=self.jobs,
+                                     files=files)
         verdicts = {gid: hidden_checks.judge(plan, run.groups.get(gid), budget) for gid, plan in plans.items()}
         for gid in present:
             if gid not in plans:
@@ -151,6 +156,28 @@ class Worker:
         result["log"] = run.log
         result["sandbox_seconds"] = run.seconds
         return _timed(result, start)
+
+
+NOT_THE_STUDENTS = {"timestamp.txt", "submission_secret.txt"}  # written by nbgrader's exchange, not by the student
+OWN_FILES_CAP = 20_000_000
+
+
+def own_files(folder: Path) -> tuple[list, list]:
+    """The files a student handed in beside the notebook (data, a module of their own), which their notebook
+    may open from its working folder as it did in JupyterLab: up to 20 MB, top level only."""
+    files, left_out, total = [], [], 0
+    for path in sorted(folder.iterdir()):
+        if path.name in NOT_THE_STUDENTS or path.suffix == ".ipynb" or path.name.startswith("."):
+            continue
+        if not path.is_file() or path.is_symlink() or "/" in path.name:
+            left_out.append(path.name)
+            continue
+        total += path.stat().st_size
+        if total > OWN_FILES_CAP:
+            left_out.append(path.name)
+            continue
+        files.append((path, path.name))
+    return files, left_out
 
 
 def _timed(result: dict, start: float) -> dict:
@@ -404,6 +431,12 @@ def grade(course: Path, args) -> int:
 
     state_dir = course / "logs" / assignment
     state_dir.mkdir(parents=True, exist_ok=True)
+    lock = open(course / "logs" / ".grading.lock", "w")  # noqa: SIM115 - held until this process ends
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print("another `make grade` is running in this course folder: wait for it to finish")
+        return 2
     fingerprint = grader_fingerprint(course, assignment, unsafe)
     states: dict = {}
     todo = []

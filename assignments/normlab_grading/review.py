@@ -1,9 +1,10 @@
-"""Look through submissions for code that tampers with grading, before or after autograding.
+"""Look through submissions for code that tampers with grading, reads what it should not, or delegates.
 
-nbgrader runs a submission in a kernel that the student's own code controls, so code in an answer cell can
-change how the check cells behave (see the instructor guide). This scan reads every code cell that a student
-could write (answer cells and cells they added) and lists the constructs that such tampering needs. A hit is
-not proof of cheating (a curious student may define `__eq__`), it is a reason to open the notebook.
+The grader judges outside the student's code (grade.py, hidden_checks.py) and runs it in a sandbox, so none of
+this can change a score any more; what it still shows is copying, defensive code and attempts, which an
+instructor wants to know about. The scan reads every code cell that a student could write (answer cells and
+cells they added) and lists the constructs such code needs. A hit is not proof of cheating (a curious student
+may define `__eq__`), it is a reason to open the notebook.
 
     python -m normlab_grading.review submitted/*/chapter23/exercises.ipynb
 """

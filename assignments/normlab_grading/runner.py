@@ -125,6 +125,23 @@ class Sink:
         raise OSError("this stream has no file descriptor while grading")
 
 
+class NoInput:
+    """sys.stdin while grading: input() fails at once instead of waiting for a person who is not there."""
+
+    encoding = "utf-8"
+
+    def readline(self, *args):
+        raise EOFError("input() is not available when the notebook is graded")
+
+    read = readlines = readline
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("no standard input when the notebook is graded")
+
+
 class Capture:
     """The outputs of one cell, in nbformat's shape and in order, with caps on text and on rich data."""
 
@@ -522,6 +539,7 @@ def main() -> None:
     for name, (soft, hard) in job.get("rlimits", {}).items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
     drop_privileges(job.get("uid"), job.get("gid"), int(job.get("nproc", 0)))
+    sys.stdin = sys.__stdin__ = NoInput()
     shell = make_shell()
     import numpy as np
 

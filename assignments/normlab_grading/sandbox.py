@@ -170,7 +170,9 @@ def _setuid_bwrap() -> bool:
         return False
 
 
-def bwrap_command(limits: Limits, assignment: str = "work") -> list[str]:
+def bwrap_command(limits: Limits, assignment: str = "work", files=()) -> list[str]:
+    """The bwrap command line; `files` are (host path, name) pairs: the submission's own files besides the
+    notebook, bound read-only into its working folder."""
     env_binds, python, python_env = environment_binds()
     version = bwrap_version()
     cmd = [BWRAP, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -192,8 +194,10 @@ def bwrap_command(limits: Limits, assignment: str = "work") -> list[str]:
             *size, "--perms", "1777", "--tmpfs", "/tmp",
             "--perms", "0755", "--dir", "/home",
             *size, "--perms", "0777", "--tmpfs", HOME,
-            "--perms", "0777", "--dir", f"{HOME}/{assignment}",
-            "--chdir", f"{HOME}/{assignment}", "--clearenv"]
+            "--perms", "0777", "--dir", f"{HOME}/{assignment}"]
+    for path, name in files:
+        cmd += ["--ro-bind", str(path), f"{HOME}/{assignment}/{name}"]
+    cmd += ["--chdir", f"{HOME}/{assignment}", "--clearenv"]
     for key, value in {**sandbox_environment(), **python_env}.items():
         cmd += ["--setenv", key, value]
     return cmd + ["--", python, "-s", "-B", INSIDE_RUNNER]
@@ -260,7 +264,7 @@ class _Tampered(Exception):
 
 
 def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: bool = True,
-                   assignment: str = "work", concurrent: int = 1) -> Run:
+                   assignment: str = "work", concurrent: int = 1, files=()) -> Run:
     """Run the code cells (`[{"index": i, "source": ...}]`) in a fresh sandbox, then the calls that
     `request_for(cell_records)` returns (a dict with `groups`, each with an `id`, a `budget` in seconds, the
     normlab_core modules to trip on, and its `calls`). Returns what came back, checked against the protocol."""
@@ -274,7 +278,7 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
     elif sandbox:
         # The limit counts every process and thread of the (real) user: those already running come on top.
         job["nproc"] = _tasks_of_this_user() + allowed
-    cmd = bwrap_command(limits, assignment) if sandbox else unsafe_command()
+    cmd = bwrap_command(limits, assignment, files) if sandbox else unsafe_command()
     env = None if sandbox else dict(os.environ, **{k: v for k, v in sandbox_environment().items()
                                                    if k.startswith(("OMP", "OPENBLAS", "MKL", "MPL", "PYTHONH"))})
     # The runner sets its own limits (memory, CPU time, file sizes, open files, processes) before any
