@@ -1,4 +1,4 @@
-/* normlab book: three small fixes to the themes' behaviour (our own code; no library).
+/* normlab book: small fixes to the themes' behaviour (our own code; no library).
  *
  * 1. Sidebar toggles. sphinx-book-theme 1.3.0 and pydata-sphinx-theme 0.17.1 both bind their
  *    sidebar handlers to document.querySelector(".primary-toggle") / (".secondary-toggle"): the
@@ -6,16 +6,26 @@
  *    visible buttons in the article header therefore did nothing. Here a click on any other
  *    toggle is forwarded to the first one, so the themes' own code opens and closes the sidebar
  *    (collapse on wide screens, a modal drawer on narrow ones).
- * 2. Search snippets. Sphinx builds a result's snippet from the page's text, where maths is still
- *    TeX source such as \(\gamma\). Maths is replaced by a plain reading of it before the snippet
- *    is cut, so no TeX shows in the results.
- * 3. Code comments. Code cells wrap long lines (normlab-book.css); a comment that follows code on
- *    its line is marked .nl-trailing so that, when it does not fit, it moves whole to the next
- *    line, indented, instead of leaving its '#' behind.
- * 4. Copy buttons and heading permalinks. sphinx-copybutton puts an invisible (shown on hover)
- *    button on every code cell, and each was a Tab stop: on 23.4 twenty of them stood between the
- *    top of the page and its first slider. They leave the Tab order; code can still be selected and
- *    copied. So do the hover-only "#" links beside headings (the contents list has the same links).
+ * 2. Search. Sphinx builds a result's snippet from the page's text, where maths is still TeX
+ *    source such as \(\hat x_j\): maths is replaced by a plain reading that keeps its symbols
+ *    (x̂ⱼ keeps its hat, γ, √, Σ), navigation and the print-only header are left out, the snippet
+ *    starts at the first word the query names (a Greek letter's name finds the letter: "epsilon"
+ *    finds ε), cut at word boundaries, and every result gets one (the start of its section when the
+ *    word is only in a formula). Results whose page title names the query come first ("RMSNorm":
+ *    23.5 RMSNorm, not the exercises that mention it in a heading).
+ * 3. Print. Before printing, the page switches to the light palette (dark text on paper), every
+ *    lazy figure starts loading, a select of an explorable shows its chosen value as text (the
+ *    controls themselves are not printed; normlab-book.css, "Print"), and wording that only makes
+ *    sense on a screen ("each button above the figure") gives way to a printed form.
+ *    On a phone the floating "Back to top" button is replaced by a link at the end of the page,
+ *    so nothing floats over the text or an explorable's readouts.
+ * 4. Copy buttons, heading permalinks and code boxes. sphinx-copybutton puts an invisible (shown on
+ *    hover) button on every code cell, and each was a Tab stop: on 23.4 twenty of them stood between
+ *    the top of the page and its first slider. They leave the Tab order; code can still be selected and
+ *    copied. So do the hover-only "#" links beside headings (the contents list has the same links),
+ *    and the code and output boxes that scroll sideways, which pydata-sphinx-theme makes Tab stops
+ *    (on 23.7 thirty of them before the first slider): they scroll by touch, wheel or trackpad, and
+ *    the whole of every line is in the notebook and in the PDF edition.
  * 5. Tap to zoom. On a phone a figure (an explorable's picture, img.nl-frame, or any image a
  *    code cell shows) is shrunk to the column and its tick labels become too small to read;
  *    tapping it shows the picture at full size in a dialog that scrolls. A tap, Escape or the close button closes it.
@@ -43,70 +53,332 @@
     });
   }
 
-  var GREEK = {
+  var SYMBOLS = {
     alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", eta: "η",
-    theta: "θ", lambda: "λ", mu: "μ", sigma: "σ", tau: "τ", phi: "φ", psi: "ψ", omega: "ω",
-    Delta: "Δ", Sigma: "Σ", partial: "∂", sum: "Σ", prod: "Π", sqrt: "√", cdot: "·",
-    cdots: "⋯", ldots: "…", dots: "…", times: "×", approx: "≈", le: "≤", leq: "≤", ge: "≥",
-    geq: "≥", ne: "≠", neq: "≠", in: "∈", to: "→", infty: "∞", odot: "⊙", nabla: "∇", pm: "±"
+    theta: "θ", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν", xi: "ξ", pi: "π", rho: "ρ", sigma: "σ",
+    tau: "τ", phi: "φ", varphi: "φ", chi: "χ", psi: "ψ", omega: "ω", Gamma: "Γ", Delta: "Δ",
+    Theta: "Θ", Lambda: "Λ", Pi: "Π", Sigma: "Σ", Phi: "Φ", Psi: "Ψ", Omega: "Ω", ell: "ℓ",
+    partial: "∂", sum: "Σ", prod: "Π", sqrt: "√", cdot: "·", cdots: "⋯", ldots: "…", dots: "…",
+    times: "×", approx: "≈", le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠", neq: "≠", in: "∈",
+    to: "→", rightarrow: "→", leftarrow: "←", infty: "∞", odot: "⊙", nabla: "∇", pm: "±",
+    mp: "∓", top: "⊤", lVert: "‖", rVert: "‖", Vert: "‖", "|": "‖", lvert: "|", rvert: "|",
+    langle: "⟨", rangle: "⟩", ll: "≪", gg: "≫", propto: "∝", equiv: "≡", sim: "∼", circ: "∘",
+    ast: "∗", star: "⋆", forall: "∀", exists: "∃", mid: "|"
   };
+  // Spaced like operators in the plain reading.
+  var BINARY = /^(sum|prod|cdot|times|approx|le|leq|ge|geq|ne|neq|in|to|rightarrow|leftarrow|pm|mp|ll|gg|propto|equiv|sim|mid)$/;
+  // Operators written as their names: \max(0, x) -> max(0, x).
+  var NAMED = /^(max|min|log|exp|ln|det|arg|argmax|argmin|sup|inf|lim|tanh|sin|cos|sign|Var|var|mean|std|diag)$/;
+  // Accents become combining marks on the character they sit on: \hat x -> x̂, \bar{x} -> x̄.
+  var ACCENTS = { hat: "\u0302", widehat: "\u0302", bar: "\u0304", overline: "\u0304", tilde: "\u0303",
+                  widetilde: "\u0303", vec: "\u20d7", dot: "\u0307", ddot: "\u0308", check: "\u030c" };
+  var SUB = { "0": "₀", "1": "₁", "2": "₂", "3": "₃", "4": "₄", "5": "₅", "6": "₆", "7": "₇", "8": "₈",
+              "9": "₉", "+": "₊", "-": "₋", i: "ᵢ", j: "ⱼ", k: "ₖ", n: "ₙ", m: "ₘ", l: "ₗ", t: "ₜ" };
+  var SUP = { "0": "⁰", "1": "¹", "2": "²", "3": "³", "4": "⁴", "5": "⁵", "6": "⁶", "7": "⁷", "8": "⁸",
+              "9": "⁹", "+": "⁺", "-": "⁻", n: "ⁿ", i: "ⁱ", T: "ᵀ" };
 
-  // A plain-text reading of a TeX formula: fractions as a/b, roots as √(..), symbols for common
-  // commands; other commands and TeX punctuation dropped.
+  // A script (x_j, x^2, x_{ij}) as small characters when every character has one, else x_(..).
+  function script(body, table, mark) {
+    var chars = Array.from(body);
+    if (chars.every(function (c) { return table[c] !== undefined; })) {
+      return chars.map(function (c) { return table[c]; }).join("");
+    }
+    return mark + (chars.length > 1 ? "(" + body + ")" : body);
+  }
+
+  // A plain-text reading of a TeX formula that keeps its symbols: fractions as a/b, roots as √(..),
+  // accents as combining marks, scripts as small characters; other commands and TeX punctuation
+  // dropped.
   function plainMath(tex) {
     var s = tex.trim().replace(/^\\[(\[]/, "").replace(/\\[)\]]$/, "");
     var group = function (g) { return g.length > 1 ? "(" + g + ")" : g; };
+    s = s.replace(/\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])\s*(\\[{}|]|[()[\]|.])?/g,
+                  function (m, d) { return d && d !== "." ? d.replace(/^\\/, "") : ""; })
+         .replace(/\\(?:text|mathrm|mathbf|mathit|mathsf|operatorname|boldsymbol|textbf|textit)\s*\{([^{}]*)\}/g, "$1");
     for (var i = 0; i < 4; i++) {
+      s = s.replace(/\\([A-Za-z]+)\s*(?:\{([^{}]*)\}|(\\[A-Za-z]+|[A-Za-z0-9]))/g, function (m, name, g, one) {
+        if (ACCENTS[name] === undefined) return m;
+        var body = g !== undefined ? g : one;
+        body = body.replace(/^\\([A-Za-z]+)/, function (c, n) { return SYMBOLS[n] || n; });
+        var chars = Array.from(body.trim());
+        return chars.length ? chars[0] + ACCENTS[name] + chars.slice(1).join("") : "";
+      });
       s = s.replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, function (m, a, b) { return group(a) + "/" + group(b); })
            .replace(/\\sqrt\s*\{([^{}]*)\}/g, function (m, a) { return "√" + group(a); });
     }
     return s
-      .replace(/\\([A-Za-z]+)/g, function (m, name) {
-        var sym = GREEK[name] !== undefined ? GREEK[name] : "";
-        return /^(sum|prod|cdot|times|approx|le|leq|ge|geq|ne|neq|in|to)$/.test(name) ? " " + sym + " " : sym;
+      .replace(/\\([A-Za-z]+|\|)/g, function (m, name) {
+        var sym = SYMBOLS[name] !== undefined ? SYMBOLS[name] : (NAMED.test(name) ? name : "");
+        return BINARY.test(name) ? " " + sym + " " : sym;
       })
-      .replace(/\\[,;:! ]/g, " ")
+      .replace(/\s*_\{([^{}]*)\}|\s*_(\S)/g, function (m, g, one) { return script(g !== undefined ? g : one, SUB, "_"); })
+      .replace(/\s*\^\{([^{}]*)\}|\s*\^(\S)/g, function (m, g, one) { return script(g !== undefined ? g : one, SUP, "^"); })
+      .replace(/\\[,;:! ]|~/g, " ")
       .replace(/[{}$\\&]/g, "")
       .replace(/\s+/g, " ")
       .trim();
   }
 
-  // Page parts that are not text of the section (buttons, navigation) stay out of snippets.
-  var NOT_TEXT = ".bd-header-article, .prev-next-area, .prev-next-footer, .copybtn, .headerlink";
+  // Page parts that are not text of the section (buttons, navigation, the print-only title and
+  // contents, the explorables' hidden data) stay out of snippets.
+  var NOT_TEXT = ".bd-header-article, .prev-next-area, .prev-next-footer, .copybtn, .headerlink, " +
+    "#jb-print-docs-body, nav, script, style, .nl-data, .nl-ghost, .MathJax_Preview, .nl-screen-only";
+
+  // The text of a page (or of the section `anchor` names), with maths read as plain symbols.
+  function pageText(htmlString, anchor, withCode) {
+    var doc = new DOMParser().parseFromString(htmlString, "text/html");
+    if (!withCode) doc.querySelectorAll(".cell_input, .cell_output pre, div.highlight").forEach(function (el) { el.remove(); });
+    doc.querySelectorAll(".math, script[type^='math/tex']").forEach(function (el) {
+      el.replaceWith(doc.createTextNode(" " + plainMath(el.textContent) + " "));
+    });
+    doc.querySelectorAll(NOT_TEXT).forEach(function (el) { el.remove(); });
+    var main = doc.querySelector("[role='main']") || doc.body;
+    // ids such as "23-5-rmsnorm" are not valid CSS selectors: look them up by id
+    var part = anchor ? doc.getElementById(decodeURIComponent(anchor.replace(/^#/, ""))) : null;
+    var root = part && main.contains(part) ? part : main;
+    // the result's own heading shows the title already
+    var title = root === main ? main.querySelector("h1") : root.querySelector(":scope > h1, :scope > h2, :scope > h3, :scope > h4");
+    if (title) title.remove();
+    // a line of nothing but links to the previous and next sections ("← 23.4 ... · 23.6 ... →")
+    root.querySelectorAll("p").forEach(function (p) {
+      var own = Array.from(p.childNodes).filter(function (n) { return n.nodeType === 3; })
+        .map(function (n) { return n.textContent; }).join("");
+      if (/[←→]/.test(p.textContent) && p.querySelector("a") && !/[A-Za-z0-9]/.test(own)) p.remove();
+    });
+    return (root.textContent || "").replace(/\s+/g, " ").trim();
+  }
+
+  // Where in `text` the query's words first appear (their stems, the words as typed, and the
+  // symbol a Greek letter's name stands for); -1 when nowhere.
+  function firstHit(text, words) {
+    var lower = text.toLowerCase();
+    var best = -1;
+    words.forEach(function (w) {
+      if (!w) return;
+      var forms = [w.toLowerCase()];
+      var sym = SYMBOLS[w.toLowerCase()] || SYMBOLS[w];
+      if (sym && sym.length === 1) forms.push(sym);
+      forms.forEach(function (f) {
+        var at = lower.indexOf(f);
+        if (at >= 0 && (best < 0 || at < best)) best = at;
+      });
+    });
+    return best;
+  }
+
+  var SNIPPET = 240;
+
+  // A snippet of about SNIPPET characters around the first hit, cut at spaces; never empty.
+  function snippet(text, words) {
+    if (!text) return "";
+    var at = firstHit(text, words);
+    var start = at < 0 ? 0 : Math.max(0, at - 100);
+    if (start > 0) {
+      var space = text.lastIndexOf(" ", start);
+      start = space < 0 ? 0 : space + 1;
+    }
+    var end = Math.min(text.length, start + SNIPPET);
+    if (end < text.length) {
+      var cut = text.lastIndexOf(" ", end);
+      if (cut > start + SNIPPET / 2) end = cut;
+    }
+    return (start > 0 ? "…" : "") + text.slice(start, end).trim() + (end < text.length ? "…" : "");
+  }
 
   function patchSearch() {
     // searchtools.js declares `const Search` (a global binding, not a property of window).
-    if (typeof Search === "undefined" || !Search.htmlToText || Search._normlabPatched) return;
-    var original = Search.htmlToText;
-    Search.htmlToText = function (htmlString, anchor) {
-      var doc = new DOMParser().parseFromString(htmlString, "text/html");
-      doc.querySelectorAll(".math, script[type^='math/tex']").forEach(function (el) {
-        el.replaceWith(doc.createTextNode(" " + plainMath(el.textContent) + " "));
-      });
-      doc.querySelectorAll(NOT_TEXT).forEach(function (el) { el.remove(); });
-      return original(doc.documentElement.outerHTML, anchor);
-    };
+    if (typeof Search === "undefined" || !Search.makeSearchSummary || Search._normlabPatched) return;
     Search._normlabPatched = true;
+    Search.htmlToText = function (htmlString, anchor) { return pageText(htmlString, anchor, true); };
+    Search.makeSearchSummary = function (htmlText, keywords, anchor) {
+      var words = Array.from(keywords || []).concat(Search._normlabWords || []);
+      // the prose first; the code only when the words are in nothing else
+      var text = pageText(htmlText, anchor, false);
+      if (firstHit(text, words) < 0) {
+        var all = pageText(htmlText, anchor, true);
+        if (firstHit(all, words) >= 0 || !text) text = all;
+      }
+      if (!text && anchor) text = pageText(htmlText, "", true);
+      var p = document.createElement("p");
+      p.classList.add("context");
+      p.textContent = snippet(text, words);
+      return p;
+    };
+    // Results whose page title names the query come first: the query, lower case and without
+    // spaces, is part of the title without spaces ("rmsnorm" in "23.5 RMSNorm", "layernorm" in
+    // "23.4 Layer normalization"); a section title that names it comes next.
+    var originalQuery = Search.query;
+    Search.query = function (query) {
+      Search._normlabQuery = String(query || "").toLowerCase().replace(/\s+/g, "");
+      Search._normlabWords = String(query || "").split(/\s+/).filter(Boolean);
+      return originalQuery.apply(this, arguments);
+    };
+    if (typeof Scorer !== "undefined") {
+      var squash = function (t) { return String(t || "").toLowerCase().replace(/<[^>]*>/g, "").replace(/\s+/g, ""); };
+      Scorer.score = function (result) {
+        var q = Search._normlabQuery, score = result[4];
+        if (!q || q.length < 3) return score;
+        var parts = String(result[1] || "").split(" > ");
+        if (squash(parts[0]).indexOf(q) >= 0) return score + 100;
+        if (parts.length > 1 && squash(parts.slice(1).join(" ")).indexOf(q) >= 0) return score + 20;
+        return score;
+      };
+    }
     if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
       DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
     }
   }
 
+  // The plain reading of maths, for other scripts of the book (scripts/make_pdf.py: bookmark titles).
+  window.normlab = window.normlab || {};
+  window.normlab.plainMath = plainMath;
+
   // searchtools.js is loaded before this file; patch as early as possible so that a search
   // started on load (search.html?q=...) already uses the plain snippets.
   patchSearch();
 
-  function markTrailingComments() {
-    document.querySelectorAll("div.highlight pre .c1").forEach(function (comment) {
-      var before = "";
-      for (var n = comment.previousSibling; n; n = n.previousSibling) {
-        var text = n.textContent;
-        var cut = text.lastIndexOf("\n");
-        before = (cut >= 0 ? text.slice(cut + 1) : text) + before;
-        if (cut >= 0) break;
-      }
-      if (before.trim()) comment.classList.add("nl-trailing");
+  // -- print --------------------------------------------------------------------------------------
+  // Wording that is true on a screen only, and what a printed page says instead.
+  var SCREEN_WORDING = [
+    [/^\s*\(each button above the figure sets that state\):\s*$/,
+     " (in the online book and in JupyterLab, each of these presets is a button that sets that state):"]
+  ];
+
+  function printWording() {
+    document.querySelectorAll(".bd-article p > strong:first-child").forEach(function (strong) {
+      var next = strong.nextSibling;
+      if (!next || next.nodeType !== 3 || strong.parentElement.querySelector(".nl-print-only")) return;
+      SCREEN_WORDING.forEach(function (pair) {
+        if (!pair[0].test(next.textContent)) return;
+        var screen = document.createElement("span");
+        screen.className = "nl-screen-only";
+        screen.textContent = next.textContent;
+        var paper = document.createElement("span");
+        paper.className = "nl-print-only";
+        paper.textContent = pair[1];
+        next.replaceWith(screen, paper);
+      });
     });
+  }
+
+  // Explorables (temporary, until the explorables' own frontend does it; see normlab-book.css):
+  // a select's chosen option as text beside it, for the printed page, where controls are hidden.
+  function mirrorChoices(root) {
+    (root || document).querySelectorAll(".normlab-explorable select").forEach(function (sel) {
+      var shown = sel.parentElement.querySelector(".nl-print-value");
+      if (!shown) {
+        shown = document.createElement("output");
+        shown.className = "nl-print-value";
+        sel.insertAdjacentElement("afterend", shown);
+      }
+      var opt = sel.options[sel.selectedIndex];
+      shown.textContent = opt ? opt.textContent : "";
+    });
+  }
+
+  // Printed code may wrap (paper does not scroll), but only at a space: each run of characters without a
+  // space becomes one span that does not wrap (.nl-tok, normlab-book.css). Line breaks between two
+  // characters of a run (after a ")" before a "[", which the browser allows) are so ruled out. The
+  // code's own text is unchanged; the original markup comes back after printing.
+  function keepTokens() {
+    document.querySelectorAll("article pre").forEach(function (pre) {
+      if (pre.dataset.nlScreen !== undefined || pre.closest(".normlab-explorable")) return;
+      pre.dataset.nlScreen = pre.innerHTML;
+      var leaves = [];
+      var walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+      for (var n = walker.nextNode(); n; n = walker.nextNode()) leaves.push(n);
+      var out = document.createDocumentFragment(), token = null;
+      leaves.forEach(function (leaf) {
+        var chain = [];
+        for (var el = leaf.parentElement; el && el !== pre; el = el.parentElement) chain.unshift(el);
+        leaf.data.split(/(\s+)/).forEach(function (part) {
+          if (!part) return;
+          var piece = document.createTextNode(part);
+          for (var i = chain.length - 1; i >= 0; i--) {
+            var wrap = chain[i].cloneNode(false);
+            wrap.appendChild(piece);
+            piece = wrap;
+          }
+          if (/^\s/.test(part)) {
+            token = null;
+            out.appendChild(piece);
+          } else {
+            if (!token) {
+              token = document.createElement("span");
+              token.className = "nl-tok";
+              out.appendChild(token);
+            }
+            token.appendChild(piece);
+          }
+        });
+      });
+      pre.textContent = "";
+      pre.appendChild(out);
+    });
+  }
+
+  function restoreTokens() {
+    document.querySelectorAll("article pre[data-nl-screen]").forEach(function (pre) {
+      pre.innerHTML = pre.dataset.nlScreen;
+      delete pre.dataset.nlScreen;
+    });
+  }
+
+  function setupPrint() {
+    mirrorChoices();
+    printWording();
+    document.addEventListener("change", function (event) {
+      if (event.target.closest && event.target.closest(".normlab-explorable")) mirrorChoices();
+    });
+    var theme = null;
+    window.addEventListener("beforeprint", function () {
+      mirrorChoices();
+      keepTokens();
+      document.querySelectorAll("img[loading=lazy]").forEach(function (img) { img.loading = "eager"; });
+      theme = document.documentElement.dataset.theme;
+      if (theme && theme !== "light") document.documentElement.dataset.theme = "light";
+    });
+    window.addEventListener("afterprint", function () {
+      restoreTokens();
+      if (theme && theme !== "light") document.documentElement.dataset.theme = theme;
+      theme = null;
+    });
+  }
+
+  // On a phone the theme's floating "Back to top" button covers what lies under it (an
+  // explorable's readouts, a line of text); there it is hidden (normlab-book.css) and this link at
+  // the end of the article, in the flow of the page, takes its place.
+  function backToTopLink() {
+    var article = document.querySelector("article.bd-article");
+    if (!article || document.getElementById("nl-back-to-top")) return;
+    var p = document.createElement("p");
+    p.className = "nl-back-to-top";
+    var a = document.createElement("a");
+    a.id = "nl-back-to-top";
+    a.href = "#";
+    a.textContent = "\u2191 Back to top";
+    a.addEventListener("click", function (event) {
+      event.preventDefault();
+      window.scrollTo(0, 0);
+      var title = article.querySelector("h1");  // keyboard focus goes back to the top as well
+      if (title) { title.tabIndex = -1; title.focus({ preventScroll: true }); }
+    });
+    p.appendChild(a);
+    article.appendChild(p);
+  }
+
+  // pydata-sphinx-theme sets tabIndex 0 on every box that scrolls (and again after a resize or a change of
+  // the page); code boxes and cell outputs are taken out again whenever it does.
+  var SCROLL_BOXES = "pre, .cell_output > .output";
+  function untabScrollBoxes() {
+    var main = document.getElementById("main-content");
+    if (!main || main._normlabUntab) return;
+    main._normlabUntab = true;
+    var untab = function (el) { if (el.matches(SCROLL_BOXES) && el.tabIndex !== -1) el.tabIndex = -1; };
+    main.querySelectorAll(SCROLL_BOXES).forEach(untab);
+    new MutationObserver(function (records) {
+      records.forEach(function (r) { if (r.target.nodeType === 1) untab(r.target); });
+    }).observe(main, { subtree: true, attributes: true, attributeFilter: ["tabindex"] });
   }
 
   function untabCopyButtons() {
@@ -178,8 +450,10 @@
   function onReady() {
     rovingContents();
     setupZoom();
-    markTrailingComments();
+    setupPrint();
+    backToTopLink();
     untabCopyButtons();
+    untabScrollBoxes();
     // sphinx-copybutton adds its buttons on DOMContentLoaded too, possibly after this script
     window.addEventListener("load", untabCopyButtons);
     patchSearch();
