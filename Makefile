@@ -8,14 +8,18 @@ NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-
 
 .PHONY: venv lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-determinism bench exercises grade lint clean
 
-# lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
-# notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
-# markdown renderer that evaluates the notebooks' {eval} prose numbers) throws on Run All in long notebooks.
-$(STAMP): requirements.txt pyproject.toml lab-settings/overrides.json
+# lab/settings/overrides.json is `make lab`'s settings (scripts/lab.py); it is also copied into .venv, so every other
+# JupyterLab run from .venv (the JupyterLab tests) gets it too. It makes notebooks render all their cells
+# (windowingMode none): with windowed rendering, jupyterlab-myst (the MyST renderer that evaluates the
+# notebooks' {eval} prose numbers) throws on Run All in the long notebooks. jupyterlab-myst renders notebook markdown
+# cells only: its renderer of Markdown files and outputs is off, so glossary.md opens in JupyterLab's own viewer
+# (MathJax, and a link's #entry is scrolled to).
+$(STAMP): requirements.txt pyproject.toml lab/settings/overrides.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt
 	mkdir -p $(VENV)/share/jupyter/lab/settings
-	cp lab-settings/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	cp lab/settings/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	$(BIN)/jupyter labextension disable --level=sys_prefix jupyterlab-myst:mime-renderer
 	touch $@
 
 venv: $(STAMP)
