@@ -18,6 +18,9 @@ def static_mode() -> bool:
     return os.environ.get(STATIC_ENV) == "1"
 
 
+_SHOWN: set[str] = set()   # qualified names show_source has displayed in this kernel session (this notebook)
+
+
 def called_helpers(objs) -> tuple[list, list]:
     """The normlab_core functions the source of objs calls and does not itself include, one level deep:
     (maths helpers, input checks from _checks.py), each in order of first use."""
@@ -39,16 +42,26 @@ def called_helpers(objs) -> tuple[list, list]:
     return maths, checks
 
 
+def _qualname(obj) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
 def show_source(*objs) -> None:
     """Display the source of functions/classes from normlab_core as one highlighted code block, followed by the
-    library helpers they call (maths helpers in full, input checks by their one-line description)."""
+    library helpers they call: maths helpers in full (or a pointer, if this notebook showed them already), input
+    checks by their one-line description."""
     from IPython.display import Markdown, display
 
     maths, checks = called_helpers(objs)
-    code = "\n\n".join(inspect.getsource(o).rstrip() for o in (*objs, *maths))
+    new = [fn for fn in maths if _qualname(fn) not in _SHOWN]
+    code = "\n\n".join(inspect.getsource(o).rstrip() for o in (*objs, *new))
+    seen = [fn.__name__ for fn in maths if fn not in new]
+    if seen:
+        code += "\n\n# Also called above, and shown earlier in this notebook: " + ", ".join(seen)
     if checks:
         lines = [f"#   {fn.__name__}: {inspect.getdoc(fn).splitlines()[0]}" for fn in checks]
         code += "\n\n# Input checks called above (normlab_core/_checks.py):\n" + "\n".join(lines)
+    _SHOWN.update(_qualname(o) for o in (*objs, *new))
     display(Markdown(f"```python\n{code}\n```"))
 
 
