@@ -100,8 +100,7 @@ def test_a_learner_follows_a_glossary_link_and_meets_no_grading_tools():
             assert Path(NOTEBOOK).name in listing, f"the notebooks folder lists {listing}"
             lab.open(NOTEBOOK)
             p = lab.page
-            # markdown cells are rendered by jupyterlab-myst (.myst), else by JupyterLab (.jp-MarkdownOutput)
-            link = p.locator(".jp-MarkdownOutput a, .myst a", has_text=re.compile(r"^sublayer$")).first
+            link = p.locator(".jp-MarkdownCell a", has_text=re.compile(r"^sublayer$")).first   # MyST cells too
             link.wait_for(timeout=20000)
             link.scroll_into_view_if_needed()
             link.click()
