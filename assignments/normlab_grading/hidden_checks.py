@@ -383,7 +383,7 @@ def _tally_counts(norm: str, d: int) -> tuple:
 
 # --- the checks, one per check cell ------------------------------------------------------------------------
 
-ALL_CORE = ("norms", "stats", "backward", "gradcheck", "blocked", "opcount", "residual", "moments")
+ALL_CORE = ("norms", "stats", "backward", "gradcheck", "opcount", "residual", "moments")
 EPS_CYCLE = (0.0, 1e-8, 1e-5, 1e-2, 1.0)   # hidden cases go through these in turn, so every seed has each
 LN_RTOL = 1e-7   # LayerNorm outputs, relative to the largest |output| (rounding of a one-pass variance fits)
 ZERO = 1e-6      # "zero" for LayerNorm of a constant vector: far below the O(1) entries of a real output
