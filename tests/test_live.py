@@ -84,9 +84,9 @@ def test_the_output_carries_a_figure_for_where_the_widget_cannot_be_shown(view, 
     view._ipython_display_()
     (fallback, kw1), (widget, kw2) = shown
     assert kw1["raw"] and kw2["raw"] and "application/vnd.jupyter.widget-view+json" in widget
-    assert base64.b64decode(fallback["image/png"]) == view.first.png
-    assert "Run this cell to move the controls" in fallback["text/plain"]
     html = fallback["text/html"]
+    assert base64.b64encode(view.first.png).decode("ascii") in html
+    assert "Run this cell to move the controls" in fallback["text/plain"]
     assert "nl-fallback" in html and ":has(.normlab-live)" in html and f"alt='{view.first.alt}'" in html
 
 

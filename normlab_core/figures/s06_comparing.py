@@ -19,12 +19,12 @@ def _vector(v) -> str:
 
 
 # -- the morph from centred to offset data ----------------------------------------------------------------------
-def morph_setup(fig, *, narrow, x, eps):
+def morph_setup(fig, *, narrow, x, mixed, eps):
     ax_x, ax_y = panels(fig, narrow)
-    n = max(x.size, MIXED.size)
+    n = max(x.size, mixed.size)
     (x_line,) = ax_x.plot(np.arange(x.size), x, "o-", color=COLORS["input"])
     ax_x.axhline(0, color="0.6", lw=0.8)
-    wide = 1.3 * float(max(np.abs(x - x.mean()).max(), np.abs(MIXED - MIXED.mean()).max()))
+    wide = 1.3 * float(max(np.abs(x - x.mean()).max(), np.abs(mixed - mixed.mean()).max()))
     ax_x.set_ylim(-10 - wide, 20 + wide)
     label(ax_x, "component index i", r"$x_i$ (input units)", "Input: a centred shape plus an offset")
     (ln,) = ax_y.plot(np.arange(x.size), x, "o-", color=COLORS["layer_norm"], label="LayerNorm", ms=7)
@@ -39,8 +39,8 @@ def morph_setup(fig, *, narrow, x, eps):
     return {"x": x_line, "ln": ln, "rms": rms, "ax_y": ax_y}
 
 
-def morph_update(art, *, offset, base, x, eps):
-    shape = x - x.mean() if base == "x" else MIXED - MIXED.mean()
+def morph_update(art, *, offset, base, x, mixed, eps):
+    shape = x - x.mean() if base == "x" else mixed - mixed.mean()
     v = offset + shape
     y_ln, y_rms = layer_norm(v, eps=eps), rms_norm(v, eps=eps)
     for key, y in (("x", v), ("ln", y_ln), ("rms", y_rms)):
@@ -162,7 +162,8 @@ def entries() -> list:
                    controls={"offset": Slider([-10.0, -5.0, -2.0, -1.0, 0.0, 0.8, 2.0, 5.0, 10.0, 20.0], 0.0,
                                               label="offset (the mean of the input)", free=(-1e3, 1e3)),
                              "base": Choice(["x", "mixed"], "x", label="centred shape", labels=["x", "mixed"])},
-                   inputs={"x": vector(CENTRED, 2, 16), "eps": eps}, start=lambda x, eps: {"offset": float(x.mean())},
+                   inputs={"x": vector(CENTRED, 2, 16), "mixed": vector(MIXED, 2, 16), "eps": eps},
+                   start=lambda x, mixed, eps: {"offset": float(x.mean())},
                    setup=morph_setup, update=morph_update, presets=MORPH_PRESETS, narrow=(3.3, 5.4)),
         Explorable("compare_precision", title="What 16-bit storage leaves for gamma: RMSNorm's compressed output "
                    "loses its levels",

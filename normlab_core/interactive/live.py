@@ -94,7 +94,7 @@ class LiveView(anywidget.AnyWidget):
         display({"text/html": f"<figure class='nl-fallback'><style>{hide}</style><img src='data:image/png;base64,"
                  f"{png}' alt='{html.escape(self.first.alt, quote=True)}' style='max-width:100%' width="
                  f"'{round(self.exp.size[0] * DPI)}'><figcaption>{html.escape(caption)}</figcaption></figure>",
-                 "image/png": png, "text/plain": caption}, raw=True)
+                 "text/plain": caption}, raw=True)
         bundle = self._repr_mimebundle_()
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         display(data, metadata=metadata, raw=True)
