@@ -8,7 +8,7 @@ import inspect
 import os
 import textwrap
 
-from .style import figure_png
+from .figures.style import figure_png
 
 STATIC_ENV = "NORMLAB_STATIC"
 

@@ -178,7 +178,7 @@ def test_display_cells_hide_their_code_in_the_book(path):
 
 def test_prose_names_no_catalog_entry():
     """Readers never see the mechanism's catalog names ("the explorable pre_post_fd_error") in the prose."""
-    from normlab_core.explore import catalog
+    from normlab_core.interactive import catalog
 
     names = list(catalog())
     for path in SECTIONS:

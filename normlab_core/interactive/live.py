@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -118,7 +119,7 @@ class LiveView(anywidget.AnyWidget):
         with self._cond:
             if "want" in content:
                 self._want = (content.get("layout", "wide"), str(content["want"]), str(content.get("view", "")))
-            if "ahead" in content:
+            if "ahead" in content and os.environ.get("NORMLAB_PREFETCH") != "0":   # (make bench measures both)
                 self._ahead = [(content.get("layout", "wide"), str(k)) for k in content["ahead"]][:8]
             self._cond.notify_all()
 
