@@ -16,6 +16,7 @@ What a reader of the PDF relies on, checked against the built HTML site (parsed 
 from __future__ import annotations
 
 import html as html_lib
+import json
 import os
 import re
 import sys
@@ -162,7 +163,8 @@ def test_explorables_print_their_frame_readouts_and_values(pdf):
         shown = sum(texts[p].count("Shown at:") for p in pages)
         assert shown == count, f"{name}: {count} explorables, {shown} 'Shown at:' lines in the PDF"
         # each one's readouts (their first label) on a page with its "Shown at:" line and its frame
-        firsts = re.findall(r"<div class=\"nl-current\"><table[^>]*><tr><th[^>]*>(.*?)</th>", article)
+        firsts = [json.loads(spec.replace("<\\/", "</"))["first"]["wide"][1][0][0] for spec in   # (interactive:
+                  re.findall(r'<script type="application/json" class="nl-spec">(.*?)</script>', article, re.S)]  # spec)
         assert len(firsts) == count, f"{name}: could not read the explorables' readouts from the HTML"
         for label in firsts:
             label = _plain(label)
