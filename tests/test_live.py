@@ -25,8 +25,7 @@ def view():
 
 def test_state_keys_name_stops_by_index_and_typed_values_by_value():
     exp = toy()
-    assert live.state_key(exp, {"scale": 1.0, "count": 4, "kind": "plain"}) == "1,2,0"
-    assert live.state_key(exp, {"scale": 2.5, "count": 4, "kind": "band"}) == "=2.5,2,1"
+    assert live.LiveView(exp, scale=2.5, kind="band").spec["start"] == ["=2.5", 2, 1]
     assert live.key_values(exp, "=2.5,2,1") == {"scale": 2.5, "count": 4, "kind": "band"}
     with pytest.raises(ValueError, match="scale takes one of the stops"):
         live.key_values(exp, "=11,2,1")
@@ -91,9 +90,10 @@ def test_the_output_carries_a_figure_for_where_the_widget_cannot_be_shown(view, 
 
 
 def test_show_checks_the_learners_inputs_before_it_shows_anything(monkeypatch):
+    from normlab_core import figures
     from normlab_core.interactive import explorable
 
-    monkeypatch.setattr(explorable, "get", lambda name: toy())
+    monkeypatch.setattr(figures, "get", lambda name: toy())
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
     with pytest.raises(TypeError, match=r"x must be a 1-D list or array of 2 to 64 finite numbers; got dict"):
         explorable.show("toy", x={"a": 1})

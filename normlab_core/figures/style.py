@@ -1,10 +1,14 @@
-"""The book's house style: one colour per concept, figure sizes, text sizes and axis labelling."""
+"""The book's house style: one colour per concept, figure sizes, text sizes, axis labelling and the one way the book
+writes a number (`number`)."""
 
 from __future__ import annotations
 
 import io
+import math
+import numbers
 
 import matplotlib
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -43,6 +47,21 @@ RC = {
     "lines.linewidth": 1.8,
     "mathtext.fontset": "dejavusans",
 }
+
+
+def number(v, digits: int = 4) -> str:
+    """A number as the book writes it (controls, readouts, notices): whole numbers as they are, others to `digits`
+    significant digits with trailing zeros dropped and a short exponent beyond 1e-4 .. 10**digits (1e-5, 2.5e7)."""
+    if isinstance(v, (bool, np.bool_, numbers.Integral)):
+        return str(v if isinstance(v, (bool, np.bool_)) else int(v))
+    v = float(v)
+    if not math.isfinite(v):
+        return "nan" if v != v else ("inf" if v > 0 else "-inf")
+    text = f"{v:.{digits}g}" if v else "0"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
 
 
 def house_style():

@@ -1,30 +1,16 @@
-"""What an explorable is driven by: controls (Slider, Choice) over exact stops, presets, the inputs a learner
-may pass, and the book's one number formatter."""
+"""What an explorable is driven by: controls (Slider, Choice) over exact stops, presets and the inputs a learner
+may pass."""
 
 from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
 
-
-def number(v, digits: int = 4) -> str:
-    """A number as the book writes it: whole numbers as they are, others to `digits` significant digits with
-    trailing zeros dropped and a short exponent beyond 1e-4 .. 10**digits (1e-5, 2.5e7)."""
-    if isinstance(v, (bool, np.bool_)):
-        return str(bool(v))
-    if isinstance(v, numbers.Integral):
-        return str(int(v))
-    v = float(v)
-    if not math.isfinite(v):
-        return "nan" if v != v else ("inf" if v > 0 else "-inf")
-    text = f"{v:.{digits}g}" if v else "0"
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        text = f"{mantissa}e{int(exponent)}"
-    return text
+from ..figures.style import number
 
 
 @dataclass
@@ -122,20 +108,15 @@ class Preset:
 
     def __post_init__(self):
         if not isinstance(self.values, dict):
-            raise TypeError(f"Preset values must be a dict of control name -> value, got {type(self.values).__name__}")
+            raise TypeError(f"Preset values must be a dict of control name -> value, got {self.values!r}")
         if not isinstance(self.notice, str) or not self.notice.strip() or "\n" in self.notice.strip():
             raise ValueError(f"a Preset needs a one-line notice saying what to look at, got {self.notice!r}")
         self.values = dict(self.values)
 
 
-@dataclass
-class Input:
-    """Data an explorable is computed from, which a learner may replace: `default`, and `convert`, which returns
-    a value as the figure uses it or raises ValueError/TypeError; `allowed` says what is allowed."""
-
-    default: object
-    convert: object = field(repr=False)
-    allowed: str = ""
+# Data an explorable is computed from, which a learner may replace: `default`; `convert`, which returns a value as
+# the figure uses it or raises ValueError/TypeError; and `allowed`, what is allowed.
+Input = namedtuple("Input", "default convert allowed")
 
 
 def vector(default, smallest: int = 2, largest: int = 64) -> Input:
@@ -143,16 +124,16 @@ def vector(default, smallest: int = 2, largest: int = 64) -> Input:
     allowed = f"a 1-D list or array of {smallest} to {largest} finite numbers"
 
     def convert(v):
-        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
-            raise TypeError(f"got {type(v).__name__}")
         try:
-            a = np.array(v, dtype=np.float64)
+            a = np.array(v, dtype=np.float64) if not isinstance(v, (str, bytes, dict)) and hasattr(v, "__len__") \
+                else None
         except (TypeError, ValueError) as err:
             raise TypeError(f"got values that are not numbers ({err})") from None
-        if a.ndim != 1 or not smallest <= a.size <= largest:
-            raise ValueError(f"got shape {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"got non-finite values {a[~np.isfinite(a)][:3].tolist()}")
+        if a is None:
+            raise TypeError(f"got {type(v).__name__}")
+        if a.ndim != 1 or not smallest <= a.size <= largest or not np.all(np.isfinite(a)):
+            raise ValueError(f"got shape {a.shape}" if a.ndim != 1 or not smallest <= a.size <= largest else
+                             f"got non-finite values {a[~np.isfinite(a)][:3].tolist()}")
         a.setflags(write=False)
         return a
 
@@ -162,10 +143,8 @@ def vector(default, smallest: int = 2, largest: int = 64) -> Input:
 def scalar(default: float, lo: float, hi: float) -> Input:
     """An Input that takes one finite number from lo to hi (as float)."""
     def convert(v):
-        if not _real(v):
-            raise TypeError(f"got {v!r}")
-        if not lo <= v <= hi:
-            raise ValueError(f"got {v!r}")
+        if not _real(v) or not lo <= v <= hi:
+            raise (ValueError if _real(v) else TypeError)(f"got {v!r}")
         return float(v)
 
     return Input(convert(default), convert, f"a number from {number(lo)} to {number(hi)}")

@@ -1,25 +1,14 @@
-"""An explorable: a figure driven by controls and inputs, drawn by one pure function, `Explorable.render`.
-
-Its figure module gives two functions (see /work/wt/NOTES-interactive.md, "figure-module contract"):
-
-    setup(fig, *, narrow, **inputs) -> art              builds the figure (narrow: panels stacked for a phone)
-    update(art, **values_and_inputs) -> (readouts, alt)  changes artists for one state, says what it shows
-
-`render(**values_and_inputs)` gives Frame(png, readouts, alt) for any allowed values; warnings raised while
-drawing become a "note" readout. A frame depends on the values and inputs only. Speed stays in here: each
-figure's layout is computed once, the figure is drawn in full only when an axis' limits, scale or label change
-(a kept background per such set), and otherwise only the artists update() changed (matplotlib marks them stale)
-are drawn over that background.
-"""
+"""An explorable: a figure driven by controls and inputs, drawn by one pure function, `Explorable.render`, from its
+figure module's `setup(fig, *, narrow, **inputs) -> art` and `update(art, **values_and_inputs) -> (readouts, alt)`.
+A frame depends on the values and inputs only. Speed stays in here: a figure's layout is computed once; it is drawn
+in full only for new axis limits, scales, labels, titles or legends (one kept background each), and otherwise only
+the artists update() changes (found by matplotlib's stale flags) are drawn over that background."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
 import math
-import pkgutil
-import re
 import threading
 import warnings
 from collections import OrderedDict, namedtuple
@@ -39,8 +28,8 @@ BACKGROUNDS = 12           # backgrounds kept per figure (one per set of axis li
 
 
 class Explorable:
-    """A figure driven by `controls` (name -> Slider/Choice) and `inputs` (name -> Input), with `presets`
-    (label -> Preset); `start(**inputs)` may give the controls' starting values for a learner's inputs."""
+    """A figure driven by `controls` (name -> Slider/Choice) and `inputs` (name -> Input), with `presets` (label ->
+    Preset); `start(**inputs)` may give the controls' starting values for a learner's own inputs."""
 
     def __init__(self, name: str, *, title: str, controls: dict, setup, update, presets: dict | None = None,
                  inputs: dict | None = None, start=None, size=(WIDTH_IN, HEIGHT_IN), narrow=(NARROW_IN, 5.0),
@@ -48,11 +37,10 @@ class Explorable:
         self.name, self.title, self.controls, self.inputs = name, title, dict(controls), dict(inputs or {})
         self.setup, self.update, self._start = setup, update, start
         self.size, self.narrow_size, self.max_frames = tuple(size), tuple(narrow), max_frames
-        clash = set(self.controls) & set(self.inputs)
-        if clash:
-            raise ValueError(f"{name}: {sorted(clash)} cannot be both a control and an input")
-        total = math.prod(len(c.positions()) for c in self.controls.values())
-        if total > max_frames:
+        if set(self.controls) & set(self.inputs):
+            raise ValueError(f"{name}: {sorted(set(self.controls) & set(self.inputs))} cannot be both a control "
+                             "and an input")
+        if (total := math.prod(len(c.positions()) for c in self.controls.values())) > max_frames:
             raise ValueError(f"{name}: {total} combinations of stops exceed max_frames={max_frames}")
         self.presets = {label: self._preset(label, p) for label, p in (presets or {}).items()}
         self._drawings: OrderedDict = OrderedDict()
@@ -71,11 +59,9 @@ class Explorable:
             p.values[k] = self.controls[k].take(v)
         return p
 
-    # -- values and inputs ----------------------------------------------------------------------------
     def defaults(self, **inputs) -> dict:
         """Every control's starting value: its default or, for inputs other than the defaults, what `start` gives."""
-        out = {k: c.value for k, c in self.controls.items()}
-        given = self._inputs(inputs)
+        out, given = {k: c.value for k, c in self.controls.items()}, self._inputs(inputs)
         if self._start and fingerprint(given) != fingerprint(self._inputs({})):
             out.update(self._start(**given))
         return out
@@ -90,27 +76,24 @@ class Explorable:
         return out
 
     def resolve(self, given: dict) -> tuple[dict, dict]:
-        """(control values, inputs) for `given` names, checked, the rest at their defaults (or where `start`
-        puts them for the inputs given); a ValueError or TypeError says what is allowed."""
-        unknown = sorted(set(given) - set(self.controls) - set(self.inputs))
-        if unknown:
+        """(control values, inputs) for `given` names, checked, the rest at their defaults (or where `start` puts
+        them for the inputs given); a ValueError or TypeError says what is allowed."""
+        if unknown := sorted(set(given) - set(self.controls) - set(self.inputs)):
             raise ValueError(f"{self.name} has no control or input named {unknown}; its controls are "
                              f"{list(self.controls)} and its inputs {list(self.inputs)}")
         inputs = self._inputs(given)
-        values = self.defaults(**{k: inputs[k] for k in given if k in self.inputs})
-        values.update((k, v) for k, v in given.items() if k in self.controls)
+        values = {**self.defaults(**{k: inputs[k] for k in given if k in self.inputs}),
+                  **{k: v for k, v in given.items() if k in self.controls}}
         for k, c in self.controls.items():
-            taken = c.take(values[k])
-            if taken is None:
+            if (taken := c.take(values[k])) is None:
                 raise ValueError(f"{self.name}: {k}={values[k]!r} is not allowed; {k} takes {c.allowed()}")
             values[k] = taken
         return values, inputs
 
     def probes(self) -> list[dict]:
-        """States that move one control to each of its other stops, and the presets: the artists update() changes
-        in any of them are the ones drawn over the background."""
-        out = [{k: v} for k, c in self.controls.items() for v in c.positions() if v != c.value]
-        return out + [p.values for p in self.presets.values()]
+        """Each control at each of its other stops, and the presets: what update() changes in them is animated."""
+        return [{k: v} for k, c in self.controls.items() for v in c.positions() if v != c.value] + [
+            p.values for p in self.presets.values()]
 
     def preset_values(self, label: str) -> dict:
         """Every control's value in preset `label` (the rest at their defaults)."""
@@ -118,15 +101,13 @@ class Explorable:
             raise ValueError(f"{self.name} has no preset {label!r}; its presets are {list(self.presets)}")
         return {**self.defaults(), **self.presets[label].values}
 
-    # -- drawing ---------------------------------------------------------------------------------------
     def render(self, *, narrow: bool = False, **values_and_inputs) -> Frame:
-        """The frame at these control values and inputs (the rest at their defaults): PNG bytes, readouts
-        (label -> text) and alt text; narrow=True draws the layout for screens up to 600 px."""
+        """The frame at these control values and inputs (the rest at their defaults): PNG bytes, readouts (label ->
+        text) and alt text; narrow=True draws the layout for screens up to 600 px."""
         values, inputs = self.resolve(values_and_inputs)
         key = (bool(narrow), fingerprint(inputs))
         with LOCK:
-            drawing = self._drawings.pop(key, None)
-            if drawing is None:
+            if (drawing := self._drawings.pop(key, None)) is None:
                 start = self.resolve({k: v for k, v in values_and_inputs.items() if k in self.inputs})[0]
                 drawing = _Drawing(self, narrow, {**start, **inputs})
             self._drawings[key] = drawing
@@ -143,10 +124,8 @@ def fingerprint(inputs: dict) -> str:
     """A short digest of a set of inputs (arrays by dtype, shape and bytes; anything else by repr)."""
     h = hashlib.sha256()
     for k, v in sorted(inputs.items()):
-        if isinstance(v, np.ndarray):
-            h.update(f"{k}={v.dtype}{v.shape}".encode() + v.tobytes())
-        else:
-            h.update(f"{k}={v!r}".encode())
+        h.update(f"{k}={v.dtype}{v.shape}".encode() + v.tobytes() if isinstance(v, np.ndarray) else
+                 f"{k}={v!r}".encode())
     return h.hexdigest()[:16]
 
 
@@ -155,7 +134,7 @@ class _Drawing:
 
     def __init__(self, exp: Explorable, narrow: bool, start: dict):
         self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size), dpi=DPI * SHARPNESS)
-        self.exp, self.update = exp, exp.update
+        self.exp, self.update, self.backgrounds, self.static = exp, exp.update, OrderedDict(), set()
         with house_style(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.art = exp.setup(self.fig, narrow=narrow, **{k: start[k] for k in exp.inputs})
@@ -176,24 +155,21 @@ class _Drawing:
                 ax.set_position(box)
             exp.update(self.art, **start)
             self.fig.canvas.draw()
-            self.palette = _palette(self._rgba())   # every frame is encoded against the colours of this one
+            self.palette = _palette(np.asarray(self.fig.canvas.buffer_rgba()))   # every frame is encoded with it
         for a in animated:
             a.set_animated(True)
         self._clean()
-        self.backgrounds: OrderedDict = OrderedDict()
-        self.static: set = set()
 
     def _artists(self):
-        """The artists update() may change, but for legends and titles: those are drawn into the background and
-        named in its key, since they change rarely and take long to draw."""
+        """The artists update() may change, but legends and titles: those change rarely and take long to draw, so
+        they are drawn into the background and named in its key."""
         for ax in self.fig.axes:
             skip = {ax.xaxis, ax.yaxis, ax.patch, *ax.spines.values()}
             yield from (a for a in ax.get_children() if a not in skip and not isinstance(a, Legend) and not (
                 isinstance(a, Text) and a.get_transform() == ax.title.get_transform()))
         yield from (*self.fig.texts, *self.fig.patches, *self.fig.lines)
 
-    def _key(self) -> str:
-        """What a background depends on: every axes' limits, scales, axis labels, titles and legend entries."""
+    def _key(self) -> str:   # what a background depends on
         return repr([(ax.viewLim.bounds, ax.get_xscale(), ax.get_yscale(), ax.get_xlabel(), ax.get_ylabel(),
                       [ax.get_title(loc) for loc in ("left", "center", "right")],
                       [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else None)
@@ -203,27 +179,21 @@ class _Drawing:
         for a in self._artists():
             a.stale = False
 
-    def _rgba(self) -> np.ndarray:
-        return np.asarray(self.fig.canvas.buffer_rgba())
-
     def frame(self, state: dict) -> Frame:
         with warnings.catch_warnings(record=True) as caught, house_style():
             warnings.simplefilter("always")
             readouts, alt = self.update(self.art, **state)
         readouts = {str(k): str(v) for k, v in dict(readouts).items()}
-        notes = list(dict.fromkeys(str(w.message) for w in caught))
-        if notes:
-            readouts["note"] = "; ".join(notes)
+        if caught:   # what numpy or the maths had to say becomes a readout
+            readouts["note"] = "; ".join(dict.fromkeys(str(w.message) for w in caught))
         changed = [a for a in self._artists() if a.stale and not a.get_animated()]
         for a in changed:          # drawn over the background from now on, in every frame
             a.set_animated(True)
         if self.static.intersection(changed):   # changed in none of the probes: frames drawn before and after
             self.backgrounds.clear()             # may differ in what lies above it
             self.exp.late.update(map(str, self.static.intersection(changed)))
-        key = self._key()
-        canvas = self.fig.canvas
-        background = self.backgrounds.pop(key, None)
-        if background is None:
+        key, canvas = self._key(), self.fig.canvas
+        if (background := self.backgrounds.pop(key, None)) is None:
             canvas.draw()          # leaves the animated artists out
             background = canvas.copy_from_bbox(self.fig.bbox)
             self.static = {a for a in self._artists() if not a.get_animated()}
@@ -234,23 +204,20 @@ class _Drawing:
         for ax in self.fig.axes:   # in the order a full drawing uses
             for a in sorted((a for a in ax.get_children() if a.get_animated()), key=lambda a: a.get_zorder()):
                 ax.draw_artist(a)
-        for a in self.fig.texts:
-            if a.get_animated():
-                self.fig.draw_artist(a)
+        for a in (a for a in self.fig.texts if a.get_animated()):
+            self.fig.draw_artist(a)
         self._clean()
-        return Frame(_png(self._rgba(), self.palette), readouts, str(alt))
+        return Frame(_png(np.asarray(canvas.buffer_rgba()), self.palette), readouts, str(alt))
 
 
 def _palette(rgba: np.ndarray):
-    """A 256-colour palette: the house colours, their tints toward white and a grey ramp, exactly, and the
-    rest from the colours of one frame (so each frame is mapped to it fast and the same way)."""
+    """256 colours: the house colours, their tints toward white and a grey ramp exactly, and the rest from the
+    colours of one frame, so that every frame is mapped to them fast and in the same way."""
     from PIL import Image
 
-    keys = [(g, g, g) for g in range(0, 256, 17)]
-    for hexc in COLORS.values():
-        c = np.array([int(hexc[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
-        keys += [tuple(int(v) for v in np.round(c * t + 255 * (1 - t))) for t in (1.0, 0.75, 0.5, 0.25)]
-    keys = list(dict.fromkeys(keys))
+    keys = list(dict.fromkeys([(g, g, g) for g in range(0, 256, 17)] + [
+        tuple(int(round(int(h[i:i + 2], 16) * t + 255 * (1 - t))) for i in (1, 3, 5))
+        for h in COLORS.values() for t in (1.0, 0.75, 0.5, 0.25)]))
     own = Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB").quantize(
         256 - len(keys), method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     colours = own.getpalette()[:3 * (256 - len(keys))] + [v for c in keys for v in c]
@@ -263,51 +230,24 @@ def _png(rgba: np.ndarray, palette) -> bytes:
     from PIL import Image
 
     buf = io.BytesIO()   # zlib level 3: as fast as level 1 and smaller (the static writer packs harder)
-    img = Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB")
-    img.quantize(palette=palette, dither=Image.Dither.NONE).save(buf, format="PNG", compress_level=3)
+    Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB").quantize(
+        palette=palette, dither=Image.Dither.NONE).save(buf, format="PNG", compress_level=3)
     return buf.getvalue()
 
 
-# -- the catalog ---------------------------------------------------------------------------------------
-_CATALOG: dict | None = None
-
-
-def catalog() -> dict:
-    """Every explorable of the book by name, from the figure modules' entries() (renders nothing)."""
-    global _CATALOG
-    if _CATALOG is None:
-        from .. import figures
-
-        out = {}
-        for mod in sorted(m.name for m in pkgutil.iter_modules(figures.__path__) if re.fullmatch(r"s\d\d_\w+", m.name)):
-            for exp in importlib.import_module(f"{figures.__name__}.{mod}").entries():
-                if exp.name in out:
-                    raise ValueError(f"two explorables are named {exp.name!r}")
-                out[exp.name] = exp
-        _CATALOG = out
-    return _CATALOG
-
-
-def get(name: str) -> Explorable:
-    """One explorable by name, with the known names in the error."""
-    if name not in catalog():
-        raise KeyError(f"no explorable named {name!r}; known: {', '.join(sorted(catalog()))}")
-    return catalog()[name]
-
-
 def try_this_markdown(exp: Explorable) -> str:
-    """The "Try this" list of an explorable's presets, as Markdown."""
-    if not exp.presets:
-        raise ValueError(f"{exp.name} has no presets, so there is nothing to try")
-    lines = ["**Try this.** <span class='nl-screen-only'>Each button after <em>Try:</em> above the figure sets one of "
-             "these states:</span><span class='nl-print-only' hidden>In the online book and in JupyterLab a button "
-             "above the figure sets each of these states:</span>", ""]
-    return "\n".join(lines + [f"- **{label}**: {p.notice.strip()}" for label, p in exp.presets.items()])
+    """The "Try this" list of an explorable's presets, as Markdown (its first line worded for screen and print)."""
+    return "\n".join(["**Try this.** <span class='nl-screen-only'>Each button after <em>Try:</em> above the figure "
+                      "sets one of these states:</span><span class='nl-print-only' hidden>In the online book and in "
+                      "JupyterLab a button above the figure sets each of these states:</span>", ""] +
+                     [f"- **{label}**: {p.notice.strip()}" for label, p in exp.presets.items()])
 
 
 def try_this(name: str):
     """The "Try this" list of explorable `name`, as IPython Markdown."""
     from IPython.display import Markdown
+
+    from ..figures import get
 
     return Markdown(try_this_markdown(get(name)))
 
@@ -318,13 +258,9 @@ def show(name: str, **values_and_inputs):
     from IPython.display import HTML, display
 
     from ..display import static_mode
+    from ..figures import get
+    from .live import LiveView
+    from .static import static_html
 
     exp = get(name)
-    if static_mode():
-        from .static import static_html
-
-        display(HTML(static_html(exp, **values_and_inputs)))
-    else:
-        from .live import LiveView
-
-        display(LiveView(exp, **values_and_inputs))
+    display(HTML(static_html(exp, **values_and_inputs)) if static_mode() else LiveView(exp, **values_and_inputs))

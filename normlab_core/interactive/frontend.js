@@ -1,10 +1,10 @@
 // The one frontend of every explorable (normlab_core/interactive). The static book page and the live JupyterLab
 // widget draw the same title, controls, presets, figure, readouts and alt text from a spec (the controls and
-// presets) and a table of frames: state key -> {src, rows, alt, labels}. A state key lists each control's stop
-// index, or "=value" for a value typed into the live face's value box, joined by commas. The static page fills the
-// table from files beside the page (nl-frames/<name>/table.js); the live widget from the kernel, which draws a
-// state when asked and, while idle, the states this script asks for ahead. Either way an image is decoded off
-// screen and put in place together with its readouts and alt text.
+// presets) and a table of frames: "layout|state key" -> {src, rows, alt, labels}. A state key lists each control's
+// stop index, or "=value" for a value typed into the live face's value box, joined by commas. The static page fills
+// the table from files beside the page (nl-frames/<name>/table.js); the live widget from the kernel, which draws a
+// state when asked and, while idle, the states this script asks for ahead. Either way an image is decoded off screen
+// and put in place together with its readouts and alt text.
 
 const NARROW = "(max-width: 600px)";   // the narrow layout: panels stacked, for phones
 
@@ -29,92 +29,74 @@ function readoutTable(rows) {   // rows: [label, text or element] pairs
 }
 
 // root: the element to draw into; spec: from Python; source: {table, wake(), want(key, layout), ahead(keys, layout),
-// aheadCount}. Returns the handles a source calls: arrived(layout, key) when a frame came, adopt(key) to follow a
-// state set elsewhere, status(text) to show a message on the figure.
+// aheadCount, save?(key)}. Returns what a source calls: arrived(layout, key) when a frame came, adopt(key) to follow
+// a state set elsewhere, status(text) for a message on the figure, key(), layout(), close().
 function explorable(root, spec, source) {
-  const table = source.table;
-  const controls = spec.controls;
-  let state = spec.start.slice();
-  let layout = matchMedia(NARROW).matches ? "narrow" : "wide";
+  const { table } = source, controls = spec.controls, images = new Map();
+  let state = spec.start.slice(), layout = matchMedia(NARROW).matches ? "narrow" : "wide";
   let shownKey = null, wanted = 0, loadingTimer = 0, moved = 0, step = 1, note = "";
   const shapes = new Map(Object.entries(spec.shapes || {}).map(([k, v]) => [k, new Set(v)]));
-  const images = new Map();
+  const keyOf = (s) => s.join(","), entryOf = (k = keyOf(state)) => table.get(`${layout}|${k}`);
   root.classList.add("normlab-explorable", `nl-${spec.name.replace(/_/g, "-")}`);
 
-  const inputs = controls.map((c, i) => {
-    if (c.kind === "choice") {
-      return make("select", { "data-i": i, "aria-label": c.label, autocomplete: "off",
-        oninput: (e) => go(i, +e.target.value), onchange: (e) => go(i, +e.target.value) }, ...c.labels.map((t, j) => make("option", { value: j, text: t })));
-    }
-    return make("input", { type: "range", min: 0, max: c.labels.length - 1, step: 1, "data-i": i,
-      "aria-label": c.label, autocomplete: "off", oninput: (e) => go(i, +e.target.value) });
-  });
+  const pick = (i) => (e) => go(i, +e.target.value);
+  const inputs = controls.map((c, i) => (c.kind === "choice"
+    ? make("select", { "data-i": i, "aria-label": c.label, autocomplete: "off", oninput: pick(i), onchange: pick(i) },
+      ...c.labels.map((t, j) => make("option", { value: j, text: t })))
+    : make("input", { type: "range", min: 0, max: c.labels.length - 1, step: 1, "data-i": i, "aria-label": c.label,
+      autocomplete: "off", oninput: pick(i) })));
   const boxes = controls.map((c, i) => (c.free && spec.live
     ? make("input", { class: "nl-value", type: "text", inputmode: "decimal", "aria-label": `${c.label}: type a value`,
-      title: `any ${c.free[2] ? "whole number" : "number"} from ${c.free[0]} to ${c.free[1]}`, onchange: (e) => typed(i, e.target),
-      onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); e.target.blur(); } } })
-    : make("output", { hidden: c.kind === "choice" ? "" : null })));
+      onchange: (e) => typed(i, e.target), onkeydown: (e) => e.key === "Enter" && (e.preventDefault(), e.target.blur()) })
+    : make("output", { hidden: c.kind === "choice" ? "" : null })));   // a choice's value: printed only
   const buttons = spec.presets.map(([label, notice, parts]) => make("button", { type: "button", "data-preset": label,
     title: notice, onclick: () => { source.wake(); state = parts.slice(); moved = -1; render(); } }, label));
   const status = make("div", { class: "nl-status", role: "status" });
-  const ghost = make("div", { class: "nl-ghost", "aria-hidden": "true" });
-  const current = make("div", { class: "nl-current" });
-  const stage = make("div", { class: "nl-stage" }, status);
-  let img = root.querySelector("img.nl-frame") || make("img", { class: "nl-frame", alt: spec.alt || "" });
+  const ghost = make("div", { class: "nl-ghost", "aria-hidden": "true" }), current = make("div", { class: "nl-current" });
+  let img = root.querySelector("img.nl-frame") || make("img", { class: "nl-frame", alt: "" });
   const page = img.closest("picture");
   if (page) {   // the book page's picture holds the first frame of both layouts: an <img> of this one replaces it
     const src = layout === "narrow" ? page.querySelector("source").getAttribute("srcset") : img.getAttribute("src");
-    const [w, h] = spec[layout];
     img = make("img", { loading: img.getAttribute("loading") || "lazy", decoding: "async", class: "nl-frame",
-      width: w, height: h, alt: img.alt, src });   // loading before src: a lazy image waits to be scrolled near
-    images.set(src, { pic: img, ready: null });   // loaded lazily, when the reader scrolls near it
+      width: spec[layout][0], height: spec[layout][1], alt: img.alt, src });   // lazy before src: it waits to be near
+    images.set(src, { pic: img, ready: null });
     page.replaceWith(img);
   }
-  stage.prepend(img);
   root.replaceChildren(...[...root.children].filter((n) => n.matches("link, script")),
     make("div", { class: "nl-title" }, make("b", { text: spec.title })),
     make("div", { class: "nl-controls" }, ...controls.map((c, i) => make("label", { class: "nl-control" },
       make("span", { class: "nl-head" }, make("span", { class: "nl-name", text: c.label }), " ", boxes[i]), inputs[i]))),
     buttons.length ? make("div", { class: "nl-presets", role: "group", "aria-label": "Presets" },
       make("span", { class: "nl-try", text: "Try:" }), ...buttons) : "",
-    make("figure", { class: "nl-figure" }, stage),
+    make("figure", { class: "nl-figure" }, make("div", { class: "nl-stage" }, img, status)),
     make("div", { class: "nl-readouts", "aria-live": "polite" }, ghost, current));
 
-  const index = (i, part) => {   // the stop a control shows for a part of the state
+  const index = (i, part) => {   // the stop a control shows for a part of the state (the nearest, for a typed value)
     if (typeof part === "number") return part;
     const v = +part.slice(1), stops = controls[i].stops;
     let j = 0;
     while (j < stops.length - 1 && stops[j + 1] <= v) j++;
     return j < stops.length - 1 && v - stops[j] > stops[j + 1] - v ? j + 1 : j;
   };
-  const keyOf = (s) => s.join(",");
-  const size = () => spec[layout];
-
-  function labels(entry) {   // the value labels: a stop's from the spec, a typed value's from its frame
-    return state.map((p, i) => (typeof p === "number" ? controls[i].labels[p] : (entry && entry.labels[i]) || p.slice(1)));
-  }
+  // the value labels: a stop's from the spec, a typed value's from its frame
+  const labels = (entry) => state.map((p, i) => (typeof p === "number" ? controls[i].labels[p]
+    : (entry && entry.labels[i]) || p.slice(1)));
+  const setStatus = (text) => { status.textContent = text; root.classList.toggle("nl-message", !!text); };
 
   function sync(entry) {
-    const text = labels(entry);
+    const text = labels(entry), k = keyOf(state);
     inputs.forEach((el, i) => {
       el.value = String(index(i, state[i]));
       if (el.type === "range") el.setAttribute("aria-valuetext", text[i]);
       if (document.activeElement !== boxes[i]) boxes[i][boxes[i].tagName === "INPUT" ? "value" : "textContent"] = text[i];
     });
-    const k = keyOf(state);
     buttons.forEach((b, j) => b.setAttribute("aria-pressed", String(keyOf(spec.presets[j][2]) === k)));
     root.dataset.state = k;
   }
 
-  function setStatus(text) {
-    status.textContent = text;
-    root.classList.toggle("nl-message", !!text);
-  }
-
   function picture(src) {   // one decoded <img> per source, made once
     if (!images.has(src)) {
-      const [w, h] = size();
-      const pic = make("img", { class: "nl-frame", width: w, height: h, src });
+      const pic = make("img", { class: "nl-frame", width: spec[layout][0], height: spec[layout][1], src });
       images.set(src, { pic, ready: pic.decode().catch(() => {}) });
       if (images.size > 96) images.delete(images.keys().next().value);
     }
@@ -122,7 +104,7 @@ function explorable(root, spec, source) {
   }
 
   async function show() {
-    const mine = ++wanted, key = keyOf(state), entry = table.get(`${layout}|${key}`);
+    const mine = ++wanted, key = keyOf(state), entry = entryOf(key);
     clearTimeout(loadingTimer);
     if (!(entry && key === shownKey)) loadingTimer = setTimeout(() => root.classList.add("nl-loading"), 100);
     if (!entry) return;   // asked for by render(); shown when it arrives
@@ -136,12 +118,10 @@ function explorable(root, spec, source) {
     if (img !== pic) { img.replaceWith(pic); img = pic; }
     shownKey = root.dataset.shown = key;
     current.replaceChildren(readoutTable(entry.rows));
-    for (const [label, text] of entry.rows) {
-      if (!shapes.has(label)) shapes.set(label, new Set());
-      shapes.get(label).add(shapeOf(text));
-    }   // the hidden table holds every shape of every readout seen: the readouts' height stays put
-    ghost.replaceChildren(readoutTable([...shapes].map(([label, set]) =>
-      [label, make("div", { class: "nl-stack" }, ...[...set].map((t) => make("div", { text: t })))])));
+    // the hidden table holds every shape of every readout seen, so the readouts' height stays put
+    entry.rows.forEach(([l, t]) => (shapes.get(l) || shapes.set(l, new Set()).get(l)).add(shapeOf(t)));
+    ghost.replaceChildren(readoutTable([...shapes].map(([l, set]) =>
+      [l, make("div", { class: "nl-stack" }, ...[...set].map((t) => make("div", { text: t })))])));
     sync(entry);
     setStatus(note);
   }
@@ -152,49 +132,44 @@ function explorable(root, spec, source) {
       const at = index(i, state[i]), n = c.labels.length;
       const near = c.kind === "choice" ? [...Array(n).keys()].filter((j) => j !== at)
         : i === moved ? [1, 2, 3, -1].map((d) => at + d * step) : [at + 1, at - 1];
-      for (const j of near.filter((j) => j >= 0 && j < n)) {
+      near.filter((j) => j >= 0 && j < n).forEach((j) => {
         const s = state.slice();
         s[i] = j;
         (i === moved ? along : rest).push(keyOf(s));
-      }
+      });
     });
     const keys = [...new Set([...along, ...rest, ...spec.presets.map(([, , p]) => keyOf(p))])]
       .filter((k) => k !== keyOf(state)).slice(0, source.aheadCount);
-    keys.filter((k) => table.has(`${layout}|${k}`)).forEach((k) => picture(table.get(`${layout}|${k}`).src));
-    const missing = keys.filter((k) => !table.has(`${layout}|${k}`));
-    if (missing.length) source.ahead(missing, layout);
+    keys.forEach((k) => entryOf(k) && picture(entryOf(k).src));   // decoded ahead
+    const missing = keys.filter((k) => !entryOf(k));
+    if (missing.length) source.ahead(missing, layout);   // the kernel draws them while idle
   }
 
   function render() {   // the reader set a state: every view and the kernel hear of it, even if its frame is here
-    sync(table.get(`${layout}|${keyOf(state)}`));
+    sync(entryOf());
     source.want(keyOf(state), layout);
     show();
     ahead();
-    source.save && source.save(keyOf(state));
+    if (source.save) source.save(keyOf(state));
   }
 
   function go(i, j) {
     source.wake();
     if (state[i] === j) return;
-    const was = index(i, state[i]);
-    step = j >= was ? 1 : -1;
-    moved = i;
-    state[i] = j;
-    note = "";
+    step = j >= index(i, state[i]) ? 1 : -1;
+    [moved, state[i], note] = [i, j, ""];
     render();
   }
 
   function typed(i, box) {
-    const c = controls[i], v = Number(box.value.trim());
-    const [lo, hi, whole] = c.free;
+    const c = controls[i], v = Number(box.value.trim()), [lo, hi, whole] = c.free;
     if (!box.value.trim() || !Number.isFinite(v) || v < lo || v > hi || (whole && !Number.isInteger(v))) {
       note = `${c.label}: type a ${whole ? "whole number" : "number"} from ${lo} to ${hi}`;
       setStatus(note);
-      box.value = labels(table.get(`${layout}|${keyOf(state)}`))[i];
+      box.value = labels(entryOf())[i];
       return;
     }
-    const stop = c.stops.indexOf(v);
-    go(i, stop >= 0 ? stop : `=${v}`);
+    go(i, c.stops.indexOf(v) >= 0 ? c.stops.indexOf(v) : `=${v}`);
   }
 
   const observer = new ResizeObserver(() => {
@@ -205,9 +180,8 @@ function explorable(root, spec, source) {
   sync(null);
   return {
     arrived(l, key) {   // a frame came: shown if it is the state wanted, else decoded for later
-      if (l !== layout) return;
-      if (key === keyOf(state)) show();
-      else if (table.has(`${l}|${key}`)) picture(table.get(`${l}|${key}`).src);
+      if (l === layout && key === keyOf(state)) show();
+      else if (l === layout && entryOf(key)) picture(entryOf(key).src);
     },
     adopt(key) { state = key.split(",").map((p) => (p.startsWith("=") ? p : +p)); moved = -1; sync(null); show(); },
     status(text) { note = text; setStatus(text); },
@@ -219,9 +193,8 @@ function explorable(root, spec, source) {
 
 // -- the live face: an anywidget view over the kernel's LiveView ----------------------------------------------
 function render({ model, el }) {
-  const view = Math.random().toString(36).slice(2);
-  const table = new Map(), urls = [];
-  let waiting = 0;
+  const view = Math.random().toString(36).slice(2), table = new Map(), urls = [];
+  let waiting = 0, dead = false;
   const keep = (f, bytes) => {   // a state's frame never changes: the first one to arrive is kept
     if (table.has(`${f.layout}|${f.key}`)) return;
     const src = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
@@ -233,7 +206,6 @@ function render({ model, el }) {
       URL.revokeObjectURL(old);
     }
   };
-  let dead = false;
   const gone = () => {   // the kernel restarted or died: this view's model is gone with it
     dead = true;
     el.classList.add("nl-dead");
@@ -253,7 +225,6 @@ function render({ model, el }) {
   el.classList.add("normlab-live");
   el.setAttribute("data-lm-suppress-shortcuts", "true");   // keys in here are the controls', not JupyterLab's
   const own = (e) => e.stopPropagation();   // (the notebook would take the arrow keys from a slider)
-  el.addEventListener("keydown", own);
   const fromKernel = () => {
     const f = model.get("frame");
     if (!f.key) return;
@@ -263,23 +234,20 @@ function render({ model, el }) {
     if (f.by !== view && f.key !== ui.key()) ui.adopt(f.key);   // another view moved: follow it
     else { ui.status(""); ui.arrived(f.layout, f.key); }
   };
-  const onCustom = (msg, buffers) => {
-    if (msg && msg.ahead && buffers && buffers.length) { keep(msg, buffers[0]); ui.arrived(msg.layout, msg.key); }
-  };
-  const onLive = () => { if (el.closest(".jupyter-widgets-disconnected")) gone(); };
+  const onCustom = (msg, buffers) => msg && msg.ahead && buffers && buffers.length &&
+    (keep(msg, buffers[0]), ui.arrived(msg.layout, msg.key));
+  const onLive = () => el.closest(".jupyter-widgets-disconnected") && gone();
   const kernel = model.widget_manager && model.widget_manager.kernel;
-  const onStatus = (_k, status) => { if (["restarting", "autorestarting", "dead"].includes(status)) gone(); };
+  const onStatus = (_k, s) => ["restarting", "autorestarting", "dead"].includes(s) && gone();
+  const hooks = [["change:frame", fromKernel], ["msg:custom", onCustom], ["comm_live_update", onLive]];
+  hooks.forEach(([ev, f]) => model.on(ev, f));
+  el.addEventListener("keydown", own);
   if (kernel && kernel.statusChanged) kernel.statusChanged.connect(onStatus);
-  model.on("change:frame", fromKernel);
-  model.on("msg:custom", onCustom);
-  model.on("comm_live_update", onLive);
   fromKernel();
   if (ui.layout() !== model.get("frame").layout) source.want(ui.key(), ui.layout());
   return () => {
     ui.close();
-    model.off("change:frame", fromKernel);
-    model.off("msg:custom", onCustom);
-    model.off("comm_live_update", onLive);
+    hooks.forEach(([ev, f]) => model.off(ev, f));
     el.removeEventListener("keydown", own);
     if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
     urls.forEach((u) => URL.revokeObjectURL(u));
@@ -293,8 +261,8 @@ function boot() {
   for (const root of document.querySelectorAll(".normlab-explorable[data-dir]:not(.nl-ready)")) {
     root.classList.add("nl-ready");
     const spec = JSON.parse(root.querySelector("script.nl-spec").textContent);
-    const dir = root.dataset.dir, table = new Map();
-    let loading = false, active = false, ui = null;
+    const dir = root.dataset.dir, table = new Map(), saved = (history.state && history.state.normlab) || {};
+    let loading = false, ui = null;
     const loaded = (data) => {
       for (const [key, [w, n, r, a]] of Object.entries(data.frames)) {
         [["wide", w], ["narrow", n]].forEach(([l, f]) =>
@@ -302,27 +270,30 @@ function boot() {
       }
       ui.arrived(ui.layout(), ui.key());
     };
-    const saved = (history.state && history.state.normlab) || {};
-    const source = {
-      table, aheadCount: 8,
+    const source = {   // every frame is in the table once table.js has loaded (on the reader's first touch)
+      table, aheadCount: 8, ahead() {},
       wake() {
-        active = true;
         if (loading) return;
-        loading = true;
-        tables[spec.name] = loaded;
+        loading = tables[spec.name] = loaded;
         document.head.append(make("script", { src: `${dir}table.js` }));
       },
       want() { source.wake(); },
-      ahead(keys, layout) { if (active) keys.forEach((k) => { const e = table.get(`${layout}|${k}`); if (e) new Image().src = e.src; }); },
-      save(key) { history.replaceState({ ...history.state, normlab: { ...saved, [spec.name]: key } }, ""); saved[spec.name] = key; },
+      save(key) {   // the page's state, for Back and Forward
+        saved[spec.name] = key;
+        history.replaceState({ ...history.state, normlab: { ...saved } }, "");
+      },
     };
-    for (const [l, [src, rows, alt]] of Object.entries(spec.first)) table.set(`${l}|${spec.start.join(",")}`, { src: dir + src, rows, alt });
+    for (const [l, [src, rows, alt]] of Object.entries(spec.first)) {
+      table.set(`${l}|${spec.start.join(",")}`, { src: dir + src, rows, alt });
+    }
     ui = explorable(root, spec, source);
     ["pointerdown", "focusin", "keydown"].forEach((ev) => root.addEventListener(ev, () => source.wake()));
-    const restore = () => { const k = (history.state && history.state.normlab || {})[spec.name]; if (k && k !== ui.key()) { source.wake(); ui.adopt(k); } };
+    const restore = () => {
+      const k = ((history.state && history.state.normlab) || {})[spec.name];
+      if (k && k !== ui.key()) { source.wake(); ui.adopt(k); }
+    };
+    ["pageshow", "popstate"].forEach((ev) => window.addEventListener(ev, restore));
     restore();
-    window.addEventListener("pageshow", restore);
-    window.addEventListener("popstate", restore);
     ui.arrived(ui.layout(), ui.key());
   }
 }

@@ -1,12 +1,9 @@
-"""The live face: an anywidget (frontend.js) whose frames the kernel draws with Explorable.render.
-
-The browser asks for a state by its key (`want`), and while the reader pauses for the states it expects next
-(`ahead`, listed by frontend.js); the kernel draws the latest request first (a burst of moves draws once or
-twice), then the states ahead while nothing else waits. A shown frame goes out as the `frame` trait, which every
-view of the widget receives (two tabs, "New View"): views that did not ask for it follow it, so they always
-agree. Frames drawn ahead go out as custom messages, the PNG as a binary buffer. The output of a view also
-carries a PNG of its first frame, shown where the widget cannot be (a reopened notebook, another viewer).
-"""
+"""The live face: an anywidget (frontend.js) whose frames the kernel draws with Explorable.render. The browser asks
+for a state by its key (`want`) and, while the reader pauses, for the states it expects next (`ahead`); the kernel
+draws the latest request first, then the states ahead while nothing waits. A shown frame goes out as the `frame`
+trait to every view (two tabs, "New View"): views that did not ask for it follow it, so they always agree. Frames
+drawn ahead go out as custom messages, the PNG as a binary buffer. The output also carries a figure of the first
+frame, shown where the widget cannot be (a reopened notebook, another viewer)."""
 
 from __future__ import annotations
 
@@ -36,12 +33,6 @@ def views() -> list:
     return [v for v in (r() for r in _VIEWS) if v is not None]
 
 
-def state_key(exp: Explorable, values: dict) -> str:
-    """The state key of `values` (frontend.js's format): each control's stop index, or "=value"."""
-    return ",".join(str(c.positions().index(values[k])) if values[k] in c.positions() else f"={values[k]!r}"
-                    for k, c in exp.controls.items())
-
-
 def key_values(exp: Explorable, key: str) -> dict:
     """The control values a state key names (ValueError for a key no control can take)."""
     parts = key.split(",")
@@ -65,12 +56,10 @@ class LiveView(anywidget.AnyWidget):
 
     def __init__(self, exp: Explorable, **values_and_inputs):
         values, self.inputs = exp.resolve(values_and_inputs)
-        self.exp, self.frames, self.drawn, self.png, self.draws = exp, OrderedDict(), None, b"", 0
-        self._cond = threading.Condition()
+        self.exp, self.frames, self.draws, self._cond = exp, OrderedDict(), 0, threading.Condition()
         self._want, self._ahead, self._busy = None, [], False
-        key = state_key(exp, values)
-        start = [p if p.startswith("=") else int(p) for p in key.split(",")]
-        super().__init__(spec={**spec(exp, values), "start": start, "keep": KEEP})
+        super().__init__(spec={**spec(exp, values), "keep": KEEP})
+        key = ",".join(map(str, self.spec["start"]))
         self.first = self._frame("wide", key)
         self.frame = self._message("wide", key, self.first, by="")
         self.drawn, self.png = dict(values), self.first.png
@@ -82,9 +71,8 @@ class LiveView(anywidget.AnyWidget):
         return f"<live explorable {self.exp.name!r}: run this cell in JupyterLab to move its controls>"
 
     def _ipython_display_(self):
-        """The widget, after a figure of its first frame that shows wherever the widget cannot (the widget's
-        stylesheet hides the figure next to a working widget, and the error JupyterLab shows for a widget
-        whose kernel has gone)."""
+        """The widget, after a figure of its first frame for where it cannot be shown (the figure's style hides it
+        beside a working widget, and hides JupyterLab's error for a widget whose kernel has gone)."""
         from IPython.display import display
 
         png = base64.b64encode(self.first.png).decode("ascii")
@@ -101,9 +89,8 @@ class LiveView(anywidget.AnyWidget):
         display(data, metadata=metadata, raw=True)
 
     def _frame(self, layout: str, key: str):
-        hit = self.frames.pop((layout, key), None)
-        if hit is None:
-            hit = self.exp.render(narrow=layout == "narrow", **key_values(self.exp, key), **self.inputs)
+        hit = self.frames.pop((layout, key), None) or self.exp.render(narrow=layout == "narrow", **self.inputs,
+                                                                      **key_values(self.exp, key))
         self.frames[(layout, key)] = hit
         while len(self.frames) > CACHE:
             self.frames.popitem(last=False)
@@ -111,9 +98,8 @@ class LiveView(anywidget.AnyWidget):
 
     def _message(self, layout, key, f, by: str) -> dict:
         values = key_values(self.exp, key)
-        labels = [c.format(values[k]) for k, c in self.exp.controls.items()]
-        return {"key": key, "layout": layout, "png": f.png, "rows": list(map(list, f.readouts.items())),
-                "alt": f.alt, "labels": labels, "by": by}
+        return {"key": key, "layout": layout, "png": f.png, "rows": list(map(list, f.readouts.items())), "alt": f.alt,
+                "labels": [c.format(values[k]) for k, c in self.exp.controls.items()], "by": by}
 
     def _on_msg(self, _widget, content, _buffers) -> None:
         with self._cond:

@@ -51,7 +51,8 @@ def spec(exp: Explorable, values: dict) -> dict:
         controls.append({"label": c.label or k, "kind": "slider" if slider else "choice",
                          "labels": [c.format(v) for v in c.positions()], "stops": c.positions() if slider else [],
                          "free": [*c.free, c.integer] if slider and c.free else None})
-    index = [c.positions().index(values[k]) if values[k] in c.positions() else None for k, c in exp.controls.items()]
+    index = [c.positions().index(values[k]) if values[k] in c.positions() else f"={values[k]!r}"
+             for k, c in exp.controls.items()]   # the state key's parts: a stop's index, or "=value" (typed)
     presets = [[label, p.notice, [c.positions().index(v) for v, c in zip(
         exp.preset_values(label).values(), exp.controls.values(), strict=True)]] for label, p in exp.presets.items()]
     return {"name": exp.name, "title": exp.title, "controls": controls, "presets": presets, "start": index,
@@ -71,7 +72,7 @@ def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs
     folder.mkdir(parents=True, exist_ok=True)
     values, inputs = exp.resolve(values_and_inputs)
     start = spec(exp, values)
-    if None in start["start"]:
+    if not all(isinstance(p, int) for p in start["start"]):
         raise ValueError(f"{exp.name}: the static book offers the controls' stops only; got {values}")
     files, rows, alts, frames, shapes = {}, {}, {}, {}, {}
     positions = [c.positions() for c in exp.controls.values()]
