@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab book notebooks check test test-unit test-notebooks test-book test-browser test-lab test-determinism bench exercises grade lint clean
+.PHONY: venv lab book notebooks check test test-unit test-notebooks test-book test-browser test-lab test-determinism bench experiments exercises grade lint clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,12 @@ bench: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m scripts.bench
 	@test -f _build/html/index.html || $(MAKE) book
 	MPLBACKEND=Agg $(BIN)/python scripts/bench_browser.py
+
+# The training lab's runs ("Does it train?"): every study of scripts/experiments.py on one worker process per core,
+# with a progress bar; writes normlab_core/data/experiments.json.gz (the book only reads it). About 30 min on two
+# quiet cores; finished runs are cached in _build/experiments-cache/, so an interrupted run resumes.
+experiments: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/python -m scripts.experiments
 
 exercises: $(STAMP)
 	$(BIN)/python scripts/make_exercises.py

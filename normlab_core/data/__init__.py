@@ -36,7 +36,7 @@ class Experiments:
         want = {**BASE, **want}
         out = []
         for r in self.runs:
-            have = {**r["config"], "lr": r["lr"], "warmup": r["warmup"], "seed": r["seed"]}
+            have = {**BASE, **r["config"], "lr": r["lr"], "warmup": r["warmup"], "seed": r["seed"]}
             if all(have.get(k) == v for k, v in want.items()):
                 out.append(r)
         return sorted(out, key=lambda r: r["seed"])
