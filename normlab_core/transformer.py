@@ -143,7 +143,7 @@ def linear_backward(dy, x, w):
 
 
 def norm(x, p, prefix, cfg):
-    """The configured norm of x (..., N) over its last axis, with parameters p[prefix + ...]."""
+    """The configured norm of x (..., N) over its last axis, with parameters p[prefix + ...]: (y, cache)."""
     if cfg.norm == "layer_norm":
         x_hat, std_inv = layer_norm_stats(x, cfg.eps)
         return x_hat * p[prefix + "gamma"] + p[prefix + "beta"], (x_hat, std_inv)
@@ -191,7 +191,7 @@ def gelu_backward(dy, a):
 
 
 def mlp(x, p, prefix):
-    """GELU MLP of x (B, S, D) -> (B, S, D)."""
+    """GELU MLP of x (B, S, D): (output (B, S, D), cache)."""
     a = linear(x, p[prefix + "w1"], p[prefix + "b1"])
     g = gelu(a)
     return linear(g, p[prefix + "w2"], p[prefix + "b2"]), (x, a, g)
@@ -219,7 +219,7 @@ def merge_heads(x):
 
 
 def attention(x, p, prefix, cfg, stats):
-    """Causal multi-head self-attention of x (B, S, D) -> (B, S, D); records the largest logit in stats."""
+    """Causal multi-head self-attention of x (B, S, D): (output (B, S, D), cache); records the largest logit."""
     q = split_heads(linear(x, p[prefix + "wq"], p[prefix + "bq"]), cfg.heads)
     k = split_heads(linear(x, p[prefix + "wk"], p[prefix + "bk"]), cfg.heads)
     v = split_heads(linear(x, p[prefix + "wv"], p[prefix + "bv"]), cfg.heads)
@@ -263,19 +263,19 @@ def attention_backward(dout, cache, p, prefix, cfg, grads):
 # -- one residual sublayer in each placement ----------------------------------------------------------------------
 
 def sublayer(h, p, prefix, kind, cfg, stats):
-    """One residual sublayer (kind "attn" or "mlp") of h (B, S, D) in cfg.placement -> (B, S, D)."""
+    """One residual sublayer (kind "attn" or "mlp") of h (B, S, D) in cfg.placement: (new h (B, S, D), cache)."""
     def f(x):
         return attention(x, p, prefix + "attn.", cfg, stats) if kind == "attn" else mlp(x, p, prefix + "mlp.")
 
     norm_in, norm_out = f"{prefix}{kind}.norm.", f"{prefix}{kind}.norm_out."
-    if cfg.placement == "post":
+    if cfg.placement == "post":                        # Norm(alpha h + F(h)); alpha is 1 without DeepNorm
         u, c_f = f(h)
         out, c_n = norm(cfg.alpha * h + u, p, norm_in, cfg)
         return out, (c_f, c_n, None)
-    n, c_n = norm(h, p, norm_in, cfg)
+    n, c_n = norm(h, p, norm_in, cfg)                  # pre and peri: the sublayer reads Norm(h) ...
     u, c_f = f(n)
     c_o = None
-    if cfg.placement == "peri":
+    if cfg.placement == "peri":                        # ... peri also normalizes what it adds
         u, c_o = norm(u, p, norm_out, cfg)
     return h + u, (c_f, c_n, c_o)
 
