@@ -57,14 +57,38 @@ def check_eps(eps) -> float:
     return eps
 
 
-def check_param(p, name: str, dim: int, dtype) -> np.ndarray | None:
-    """Return a (D,) parameter vector (gamma or beta) in the input's dtype, or None."""
+def check_param(p, name: str, dim: int, dtype, func: str = "layer_norm") -> np.ndarray | None:
+    """Return a (D,) parameter vector (gamma or beta) in the input's dtype, or None.
+
+    A single number is refused with a message that says what was probably meant: eps passed by position
+    (layer_norm(x, 1e-5) puts 1e-5 where gamma goes), or one scale for every feature.
+    """
     if p is None:
         return None
+    if isinstance(p, numbers.Real) or (isinstance(p, np.ndarray) and p.ndim == 0):
+        value = float(p)
+        raise ValueError(
+            f"{func}: {name} must be an array of shape (D,) = ({dim},), one value per feature of x, "
+            f"got the single number {value!r}. If you meant eps, pass it by name: {func}(x, eps={value!r}); "
+            f"for the same {name} on every feature, pass np.full({dim}, {value!r})"
+        )
     arr = as_float_array(p, name)
     if arr.shape != (dim,):
-        raise ValueError(f"{name} must have shape ({dim},) to match the last axis of x, got {arr.shape}")
+        raise ValueError(f"{func}: {name} must have shape (D,) = ({dim},) to match the last axis of x, "
+                         f"got shape {arr.shape}")
     return arr.astype(dtype, copy=False)
+
+
+def result_dtype(x) -> np.dtype:
+    """The dtype a function returns for input x: float16 stays float16 (it is computed in float32),
+    float32 stays float32, everything else becomes float64. Call it before checking x."""
+    try:
+        dtype = np.asarray(x).dtype
+    except (ValueError, TypeError):       # ragged lists and the like: as_float_array raises the error
+        return np.dtype(np.float64)
+    if dtype.kind == "f" and dtype.itemsize <= 4:
+        return dtype
+    return np.dtype(np.float64)
 
 
 def check_same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
@@ -87,3 +111,30 @@ def check_choice(value, name: str, allowed) -> str:
     if value not in allowed:
         raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(map(repr, allowed))}")
     return value
+
+
+ACCUMULATORS = ("float16", "float32", "float64")
+
+
+def check_sum_dtype(value, name: str = "sum_dtype"):
+    """Return None (the default accumulator) or the float dtype to sum in: float16, float32 or float64."""
+    if value is None:
+        return None
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.name not in ACCUMULATORS:
+        raise ValueError(f"{name} must be None (the default) or one of {', '.join(ACCUMULATORS)} "
+                         f"(a name or a numpy dtype), got {value!r}")
+    return dtype
+
+
+def check_axis(axis, ndim: int, name: str = "axis") -> int:
+    """Return axis as an int in [-ndim, ndim)."""
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, got {type(axis).__name__} {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}={axis} is out of range for an array with {ndim} axis/axes: "
+                         f"allowed are {-ndim} to {ndim - 1}")
+    return int(axis)

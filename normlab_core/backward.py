@@ -1,55 +1,85 @@
-"""Backward passes of LayerNorm and RMSNorm (input and parameter gradients)."""
+"""Backward passes of LayerNorm and RMSNorm (input and parameter gradients).
+
+Gradients come back in the dtype of x (float16 input is computed in float32 and rounded back at the end).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_param, check_same_shape
+from ._checks import as_float_array, check_param, check_same_shape, result_dtype
 from .norms import layer_norm_stats, rms_norm_stats
 from .stats import row_mean
 
 
 def layer_norm_backward_saved(g, x_hat, std_inv) -> np.ndarray:
     """dL/dx (..., D) from g = dL/dx_hat, the saved x_hat (..., D) and std_inv (..., 1)."""
+    out_dtype = result_dtype(x_hat)
+    g, x_hat, std_inv = _check_saved(g, x_hat, std_inv)
+    return _input_grad(g, x_hat, std_inv).astype(out_dtype, copy=False)
+
+
+def _input_grad(g, x_hat, std_inv):
+    """The LayerNorm input gradient, row by row: std_inv * (g - mean(g) - x_hat * mean(g * x_hat))."""
     mean_g = row_mean(g)
     mean_gx = row_mean(g * x_hat)
     return std_inv * (g - mean_g - x_hat * mean_gx)
 
 
-def _upstream(dy, x, gamma):
-    """Check dy against x and fold gamma into it: returns (x, dL/dx_hat, gamma)."""
+def _check_saved(g, x_hat, std_inv):
+    """Check the saved tensors as the forward functions check x: finite numbers, x_hat (..., D), g like x_hat,
+    std_inv (..., 1) as layer_norm_stats returns it; all in x_hat's computing dtype."""
+    x_hat = as_float_array(x_hat, "x_hat")
+    g = as_float_array(g, "g").astype(x_hat.dtype, copy=False)
+    check_same_shape(g, x_hat, "g", "x_hat")
+    std_inv = as_float_array(std_inv, "std_inv", min_ndim=0).astype(x_hat.dtype, copy=False)
+    want = x_hat.shape[:-1] + (1,)
+    if std_inv.shape != want:
+        raise ValueError(f"std_inv must have shape {want} (x_hat's shape with its last axis 1, as "
+                         f"layer_norm_stats returns it), got {std_inv.shape}")
+    if np.any(std_inv < 0):
+        raise ValueError("std_inv holds negative values; it is 1 / sqrt(var + eps), which is positive")
+    return g, x_hat, std_inv
+
+
+def _upstream(dy, x, gamma, func):
+    """Check dy against x and fold gamma into it: returns (x, dL/dx_hat)."""
     x = as_float_array(x)
     dy = as_float_array(dy, "dy").astype(x.dtype, copy=False)
     check_same_shape(dy, x, "dy", "x")
-    gamma = check_param(gamma, "gamma", x.shape[-1], x.dtype)
+    gamma = check_param(gamma, "gamma", x.shape[-1], x.dtype, func)
     return x, (dy if gamma is None else dy * gamma)
 
 
 def layer_norm_backward(dy, x, gamma=None, eps: float = 1e-5) -> np.ndarray:
     """dL/dx (..., D) of y = layer_norm(x, gamma, beta, eps) given dy = dL/dy (..., D)."""
-    x, g = _upstream(dy, x, gamma)
+    out_dtype = result_dtype(x)
+    x, g = _upstream(dy, x, gamma, "layer_norm_backward")
     x_hat, std_inv = layer_norm_stats(x, eps)
-    return layer_norm_backward_saved(g, x_hat, std_inv)
+    return _input_grad(g, x_hat, std_inv).astype(out_dtype, copy=False)
 
 
 def layer_norm_param_grads(dy, x, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
     """(dL/dgamma, dL/dbeta), each (D,), summed over every leading axis of dy and x (..., D)."""
-    x, dy = _upstream(dy, x, None)
+    out_dtype = result_dtype(x)
+    x, dy = _upstream(dy, x, None, "layer_norm_param_grads")
     x_hat, _ = layer_norm_stats(x, eps)
     lead = tuple(range(x.ndim - 1))
-    return np.sum(dy * x_hat, axis=lead), np.sum(dy, axis=lead)
+    return np.sum(dy * x_hat, axis=lead).astype(out_dtype), np.sum(dy, axis=lead).astype(out_dtype)
 
 
 def rms_norm_backward(dy, x, gamma=None, eps: float = 1e-5) -> np.ndarray:
     """dL/dx (..., D) of y = rms_norm(x, gamma, eps) given dy = dL/dy (..., D)."""
-    x, g = _upstream(dy, x, gamma)
+    out_dtype = result_dtype(x)
+    x, g = _upstream(dy, x, gamma, "rms_norm_backward")
     x_hat, rms = rms_norm_stats(x, eps)
     mean_gx = row_mean(g * x_hat)
-    return (g - x_hat * mean_gx) / rms
+    return ((g - x_hat * mean_gx) / rms).astype(out_dtype, copy=False)
 
 
 def rms_norm_param_grad(dy, x, eps: float = 1e-5) -> np.ndarray:
     """dL/dgamma (D,) of rms_norm, summed over every leading axis of dy and x (..., D)."""
-    x, dy = _upstream(dy, x, None)
+    out_dtype = result_dtype(x)
+    x, dy = _upstream(dy, x, None, "rms_norm_param_grad")
     x_hat, _ = rms_norm_stats(x, eps)
-    return np.sum(dy * x_hat, axis=tuple(range(x.ndim - 1)))
+    return np.sum(dy * x_hat, axis=tuple(range(x.ndim - 1))).astype(out_dtype)

@@ -6,6 +6,7 @@ import base64
 import html
 import inspect
 import os
+import textwrap
 
 from .style import figure_png
 
@@ -17,20 +18,47 @@ def static_mode() -> bool:
     return os.environ.get(STATIC_ENV) == "1"
 
 
+def called_helpers(objs) -> tuple[list, list]:
+    """The normlab_core functions the source of objs calls and does not itself include, one level deep:
+    (maths helpers, input checks from _checks.py), each in order of first use."""
+    import ast
+    import types
+
+    shown = {id(o) for o in objs}
+    maths, checks = [], []
+    for obj in objs:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+        scope = getattr(obj, "__globals__", None) or vars(inspect.getmodule(obj))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                fn = scope.get(node.id)
+                if (isinstance(fn, types.FunctionType) and fn.__module__.startswith("normlab_core.")
+                        and id(fn) not in shown):
+                    shown.add(id(fn))
+                    (checks if fn.__module__.endswith("._checks") else maths).append(fn)
+    return maths, checks
+
+
 def show_source(*objs) -> None:
-    """Display the source of functions/classes from normlab_core as a highlighted code block."""
+    """Display the source of functions/classes from normlab_core as one highlighted code block, followed by the
+    library helpers they call (maths helpers in full, input checks by their one-line description)."""
     from IPython.display import Markdown, display
 
-    code = "\n\n".join(inspect.getsource(o).rstrip() for o in objs)
+    maths, checks = called_helpers(objs)
+    code = "\n\n".join(inspect.getsource(o).rstrip() for o in (*objs, *maths))
+    if checks:
+        lines = [f"#   {fn.__name__}: {inspect.getdoc(fn).splitlines()[0]}" for fn in checks]
+        code += "\n\n# Input checks called above (normlab_core/_checks.py):\n" + "\n".join(lines)
     display(Markdown(f"```python\n{code}\n```"))
 
 
-def show_figure(fig, alt: str, caption: str = "") -> None:
-    """Display a finished matplotlib Figure as PNG, with alt text (and an optional caption) in the book."""
+def show_figure(fig, alt: str | None = None, caption: str = "") -> None:
+    """Display a finished matplotlib Figure as PNG. Without alt, a plain image: the book takes its caption
+    and alt text from the cell's metadata (myst-nb `mystnb.figure.caption`, `mystnb.image.alt`)."""
     from IPython.display import HTML, Image, display
 
     png = figure_png(fig)
-    if static_mode():
+    if static_mode() and alt is not None:
         src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
         display(HTML(f"<figure class='normlab-figure'><img src='{src}' alt='{html.escape(alt)}' "

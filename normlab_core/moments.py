@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_sum_dtype
 from .stats import mean_var
 
 
@@ -22,7 +22,7 @@ def one_pass_var(x, acc_dtype=None) -> np.ndarray:
     The result can be wrong in most of its digits, or even negative, when |mean| >> std.
     """
     x = as_float_array(x)
-    acc = np.dtype(x.dtype if acc_dtype is None else acc_dtype)
+    acc = check_sum_dtype(acc_dtype, "acc_dtype") or x.dtype
     xa = x.astype(acc)
     n = acc.type(x.shape[-1])
     sum_x = np.cumsum(xa, axis=-1, dtype=acc)[..., -1]         # cumsum adds strictly left to right

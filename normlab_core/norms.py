@@ -1,8 +1,13 @@
 """Forward passes: LayerNorm and RMSNorm over the last axis, BatchNorm over axis 0.
 
-The functions below are the reference code the book shows and the tests check against the reference programs.
-Inputs of a million elements or more are routed (by the `@blocked.rows` decorator) through a
-cache-blocked version in blocked.py that gives bit-for-bit the same results, faster.
+These are the reference functions the book shows and the tests check against the reference programs. Dtypes:
+float32 and float64 input is computed in its own dtype (sums in float64, as the reference programs' C `double`
+accumulators do); integers and booleans become float64; float16 input is computed in float32 and the
+normalized output comes back as float16, while the per-row statistics (std_inv, rms) stay float32.
+
+Every row is first divided by a power of two near its largest entry (`row_scale`), so squaring cannot
+overflow: float32 values near 1e19 or float64 values near 1e160 normalize correctly. Dividing by a power of
+two is exact, so for every other input the results are bit for bit those of the plain formula.
 """
 
 from __future__ import annotations
@@ -11,84 +16,90 @@ import warnings
 
 import numpy as np
 
-from . import blocked
-from ._checks import as_float_array, check_eps, check_param
+from ._checks import as_float_array, check_eps, check_param, check_sum_dtype, result_dtype
 from .stats import row_mean
 
 
-def _warn_if_zero(denom_sq: np.ndarray, what: str) -> None:
-    """Warn (RuntimeWarning) when some row has a zero denominator, i.e. the output is 0/0."""
+def row_scale(x: np.ndarray) -> np.ndarray:
+    """Per-row power of two s (shape x.shape[:-1] + (1,)) with max|x / s| in [1, 2), or 1 when max|x| < 2."""
+    largest = np.maximum(np.max(x, axis=-1, keepdims=True), -np.min(x, axis=-1, keepdims=True))   # max |x|
+    _, exponent = np.frexp(largest)
+    return np.ldexp(x.dtype.type(1), np.maximum(exponent - 1, 0))
+
+
+def warn_if_zero(denom_sq: np.ndarray, what: str) -> None:
+    """Warn (RuntimeWarning) when some row has a zero denominator: with eps = 0 its output is 0/0 = NaN."""
     zero = int(np.count_nonzero(denom_sq == 0))
     if zero:
         warnings.warn(
             f"{what} is zero in {zero} row(s) and eps is 0: those outputs are 0/0 = NaN "
             "(a positive eps keeps the division finite)",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=3,
         )
 
 
-def _safe_rsqrt(denom_sq: np.ndarray) -> np.ndarray:
-    """1/sqrt(denom_sq), giving inf (not a numpy warning) where denom_sq is 0."""
-    with np.errstate(divide="ignore"):
-        return 1 / np.sqrt(denom_sq)
-
-
-@blocked.rows(center=True)
 def layer_norm_stats(x, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
     """Normalized x_hat (same shape as x) and std_inv (shape x.shape[:-1] + (1,)), over the last axis."""
+    out_dtype = result_dtype(x)
     x = as_float_array(x)
     eps = check_eps(eps)
-    dev = x - row_mean(x)
+    s = row_scale(x)                                   # x / s is exact, and its squares cannot overflow
+    xs = x / s
+    dev = xs - row_mean(xs)
     var = row_mean(dev * dev)
-    denom_sq = var + x.dtype.type(eps)
-    _warn_if_zero(denom_sq, "the variance")
-    std_inv = _safe_rsqrt(denom_sq)
-    with np.errstate(invalid="ignore"):
+    denom_sq = var + x.dtype.type(eps) / s / s         # the variance and eps of x / s
+    warn_if_zero(denom_sq, "the variance")
+    with np.errstate(divide="ignore", invalid="ignore"):   # eps = 0 on a constant row: 1/0 and 0 * inf (warned)
+        std_inv = 1 / np.sqrt(denom_sq)
         x_hat = dev * std_inv
-    return x_hat, std_inv
+    return x_hat.astype(out_dtype, copy=False), std_inv / s
 
 
-@blocked.rows(center=True)
 def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5) -> np.ndarray:
     """LayerNorm of x (..., D) over the last axis: gamma * (x - mean) / sqrt(var + eps) + beta."""
+    out_dtype = result_dtype(x)
     x = as_float_array(x)
-    gamma = check_param(gamma, "gamma", x.shape[-1], x.dtype)
-    beta = check_param(beta, "beta", x.shape[-1], x.dtype)
-    y, _ = layer_norm_stats.__wrapped__(x, eps)
+    gamma = check_param(gamma, "gamma", x.shape[-1], x.dtype, "layer_norm")
+    beta = check_param(beta, "beta", x.shape[-1], x.dtype, "layer_norm")
+    y, _ = layer_norm_stats(x, eps)
     if gamma is not None:
         y = y * gamma
     if beta is not None:
         y = y + beta
-    return y
+    return y.astype(out_dtype, copy=False)
 
 
-@blocked.rows(center=False)
 def rms_norm_stats(x, eps: float = 1e-5, *, sum_dtype=None) -> tuple[np.ndarray, np.ndarray]:
     """x / rms (same shape as x) and rms = sqrt(mean(x**2) + eps) (shape x.shape[:-1] + (1,)).
 
     `sum_dtype` is the accumulator of the mean of squares (default float64; see `row_mean`).
     """
+    out_dtype = result_dtype(x)
     x = as_float_array(x)
     eps = check_eps(eps)
-    denom_sq = row_mean(x * x, sum_dtype=sum_dtype) + x.dtype.type(eps)
-    _warn_if_zero(denom_sq, "the mean square")
+    sum_dtype = check_sum_dtype(sum_dtype)
+    s = row_scale(x)                                   # x / s is exact, and its squares cannot overflow
+    xs = x / s
+    denom_sq = row_mean(xs * xs, sum_dtype=sum_dtype) + x.dtype.type(eps) / s / s
+    warn_if_zero(denom_sq, "the mean square")
     rms = np.sqrt(denom_sq)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return x / rms, rms
+    with np.errstate(divide="ignore", invalid="ignore"):   # eps = 0 on an all-zero row: 0/0 (warned)
+        return (xs / rms).astype(out_dtype, copy=False), rms * s
 
 
-@blocked.rows(center=False)
-def rms_norm(x, gamma=None, eps: float = 1e-5) -> np.ndarray:
+def rms_norm(x, gamma=None, eps: float = 1e-5, *, sum_dtype=None) -> np.ndarray:
     """RMSNorm of x (..., D) over the last axis: gamma * x / sqrt(mean(x**2) + eps)."""
+    out_dtype = result_dtype(x)
     x = as_float_array(x)
-    gamma = check_param(gamma, "gamma", x.shape[-1], x.dtype)
-    y, _ = rms_norm_stats.__wrapped__(x, eps)
-    return y if gamma is None else y * gamma
+    gamma = check_param(gamma, "gamma", x.shape[-1], x.dtype, "rms_norm")
+    y, _ = rms_norm_stats(x, eps, sum_dtype=sum_dtype)
+    return (y if gamma is None else y * gamma).astype(out_dtype, copy=False)
 
 
 def batch_norm(x, eps: float = 1e-5) -> np.ndarray:
     """BatchNorm without learned parameters: normalize x (N, ...) over axis 0, per feature."""
+    out_dtype = result_dtype(x)
     x = as_float_array(x)
     moved = np.moveaxis(x, 0, -1)
-    return np.moveaxis(layer_norm(moved, eps=eps), -1, 0)
+    return np.moveaxis(layer_norm(moved, eps=eps), -1, 0).astype(out_dtype, copy=False)

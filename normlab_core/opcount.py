@@ -13,6 +13,8 @@ from collections import Counter
 
 import numpy as np
 
+from ._checks import check_positive_int
+
 
 class Counted:
     """A float that adds one to a shared tally for every arithmetic operation it takes part in."""
@@ -94,6 +96,7 @@ def count_ops(norm: str, d: int, eps: float = 1e-5, seed: int = 1) -> dict:
 
     Returns {"ops": {kind: count}, "total": int, "passes": int, "output": ndarray (d,), "x": ndarray (d,)}.
     """
+    check_positive_int(d, "d")
     x = np.random.default_rng(seed).normal(size=d)
     xs = [Counted(v) for v in x]
     Counted.tally.clear()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_float_array, check_choice, check_eps, check_positive_int
-from .stats import row_mean
+from ._checks import as_float_array, check_choice, check_eps, check_positive_int, result_dtype
+from .norms import layer_norm, rms_norm
 
 PLACEMENTS = ("pre", "post", "none")
 METHODS = ("exact", "finite_difference")
@@ -21,6 +22,15 @@ class Affine:
     gain: float = 0.5
     bias: float = 0.1
 
+    def __post_init__(self):
+        for name in ("gain", "bias"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"Affine {name} must be a real number, as in Affine(gain=0.5, bias=0.1); "
+                                f"got {type(value).__name__} {value!r}")
+            if not np.isfinite(value):
+                raise ValueError(f"Affine {name} must be finite, got {value!r}")
+
     def __call__(self, v: np.ndarray) -> np.ndarray:
         return self.gain * v + self.bias
 
@@ -30,12 +40,11 @@ class Affine:
 
 
 def _norm(h: np.ndarray, eps: float, norm: str = "rms") -> np.ndarray:
-    """RMSNorm (or LayerNorm) of h over the last axis, no gamma, in h's dtype; RMSNorm sums its squares in
-    h's own dtype, as the residual-stack reference program does (the public norms sum in float64)."""
+    """The stack's normalization: RMSNorm (or LayerNorm) of h over the last axis, no gamma, in h's dtype.
+    RMSNorm sums its squares in h's own dtype, as the residual-stack reference program does."""
     if norm == "layer":
-        dev = h - row_mean(h)
-        return dev * (1 / np.sqrt(row_mean(dev * dev) + h.dtype.type(eps)))
-    return h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True, dtype=h.dtype) + h.dtype.type(eps))
+        return layer_norm(h, eps=eps)
+    return rms_norm(h, eps=eps, sum_dtype=h.dtype)
 
 
 def _mean(v: np.ndarray) -> np.ndarray:
@@ -86,17 +95,36 @@ def _options(depth, placement, eps, sublayer, norm="rms"):
         sublayer = Affine()
     if not callable(sublayer):
         raise TypeError(f"sublayer must be callable (v -> F(v)), got {type(sublayer).__name__}")
+    if not isinstance(sublayer, Affine):
+        sublayer = _ShapeChecked(sublayer)
     return eps, sublayer
+
+
+class _ShapeChecked:
+    """A learner's sublayer, with a clear error when F(v) does not have v's shape."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        if hasattr(fn, "jvp"):
+            self.jvp = fn.jvp
+
+    def __call__(self, v):
+        out = np.asarray(self.fn(v))
+        if out.shape != np.shape(v):
+            raise ValueError(f"sublayer must return an array of its input's shape {np.shape(v)} "
+                             f"(F maps a (..., D) stream to (..., D)), got shape {out.shape}")
+        return out
 
 
 def run_stack(x0, depth: int, placement: str, *, eps: float = 1e-6, sublayer=None,
               final_norm: bool = False, norm: str = "rms") -> np.ndarray:
     """Output (..., D) of `depth` residual layers applied to x0 (..., D), in x0's dtype; norm "rms" or "layer"."""
+    out_dtype = result_dtype(x0)
     h = as_float_array(x0, "x0")
     eps, sublayer = _options(depth, placement, eps, sublayer, norm)
     for _ in range(depth):
         h = _layer(h, placement, sublayer, eps, norm)
-    return _norm(h, eps, norm) if final_norm else h
+    return (_norm(h, eps, norm) if final_norm else h).astype(out_dtype, copy=False)
 
 
 def _seed(x0: np.ndarray, component: int) -> np.ndarray:

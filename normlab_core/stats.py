@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_axis
 
 
 def row_mean(v: np.ndarray, axis: int = -1, sum_dtype=None) -> np.ndarray:
@@ -20,6 +20,7 @@ def row_mean(v: np.ndarray, axis: int = -1, sum_dtype=None) -> np.ndarray:
 def mean_var(x, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
     """Mean and biased variance (divide by n) of x along `axis`; shapes drop that axis."""
     x = as_float_array(x)
+    axis = check_axis(axis, x.ndim)
     mean = row_mean(x, axis)
     dev = x - mean
     var = row_mean(dev * dev, axis)

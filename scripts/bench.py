@@ -25,8 +25,9 @@ GOALS = {
     "speedup_vs_naive": 3.0,  # naive median / warm median
     "burst_ms": 100.0,        # 50 value changes -> last value shown
     "exact_curve_ms": 10.0,   # sensitivity_curve to depth 1024
-    "layer_norm_vs_memcpy": 0.2,
 }
+# (The 0.2 x memcpy goal for layer_norm went with the cache-blocked path, issue 21: the reference norms are
+# plain numpy again, and the book never normalizes arrays where a reader would notice. It is still measured.)
 OUT = Path("_build/bench/results.json")
 
 
@@ -225,24 +226,14 @@ def bench_sensitivity(depth: int, repeats: int, skip_fd: bool) -> dict:
 
 def bench_throughput(shape=(8192, 4096), repeats: int = 9) -> dict:
     """layer_norm / rms_norm forward vs np.copyto of the same array, interleaved rounds, medians."""
-    from normlab_core import blocked, norms
+    from normlab_core import norms
 
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     dst = np.empty_like(x)
-
-    def plain_layer_norm(a):
-        saved = blocked.BLOCK_MIN_SIZE
-        blocked.BLOCK_MIN_SIZE = 1 << 62  # the whole-array (unblocked) path: what the code did before blocking
-        try:
-            return norms.layer_norm(a)
-        finally:
-            blocked.BLOCK_MIN_SIZE = saved
-
     cases = {
         "memcpy": lambda: np.copyto(dst, x),
         "layer_norm": lambda: norms.layer_norm(x),
         "rms_norm": lambda: norms.rms_norm(x),
-        "layer_norm_plain": lambda: plain_layer_norm(x),
     }
     for fn in cases.values():
         fn()
@@ -259,18 +250,15 @@ def bench_throughput(shape=(8192, 4096), repeats: int = 9) -> dict:
         "GBps": gbps["layer_norm"],
         "rms_GBps": gbps["rms_norm"],
         "memcpy_GBps": gbps["memcpy"],
-        "plain_GBps": gbps["layer_norm_plain"],
         "ms": {k: _ms(s) for k, s in med.items()},
         "layer_norm_vs_memcpy": round(gbps["layer_norm"] / gbps["memcpy"], 3),
         "rms_vs_memcpy": round(gbps["rms_norm"] / gbps["memcpy"], 3),
-        "plain_vs_memcpy": round(gbps["layer_norm_plain"] / gbps["memcpy"], 3),
         # the same ratio per interleaved round (robust to a burst of load hitting one case), and against
         # the fastest memcpy seen (the strict baseline: interference only ever slows memcpy down)
         "layer_norm_vs_memcpy_per_round": round(statistics.median(
             c / ln for c, ln in zip(times["memcpy"], times["layer_norm"], strict=True)), 3),
         "layer_norm_vs_best_memcpy": round(min(times["memcpy"]) / med["layer_norm"], 3),
         "rms_over_layer_norm_speed": round(med["layer_norm"] / med["rms_norm"], 2),
-        "block_bytes": blocked.BLOCK_BYTES,
         "repeats": repeats,
     }
 
@@ -364,16 +352,13 @@ def print_table(res: dict) -> None:
           f"goal <= {GOALS['exact_curve_ms']:g} ms: {_flag(s['exact_ms'] <= GOALS['exact_curve_ms'])}")
     t = res["layer_norm"]
     print(f"\nthroughput on {tuple(t['shape'])} {t['dtype']} (read x + write y, median of {t['repeats']}):")
-    for key, label in (("memcpy", "np.copyto"), ("layer_norm", "layer_norm"), ("rms_norm", "rms_norm"),
-                       ("layer_norm_plain", "layer_norm, unblocked")):
-        gb = {"memcpy": t["memcpy_GBps"], "layer_norm": t["GBps"], "rms_norm": t["rms_GBps"],
-              "layer_norm_plain": t["plain_GBps"]}[key]
+    for key, label in (("memcpy", "np.copyto"), ("layer_norm", "layer_norm"), ("rms_norm", "rms_norm")):
+        gb = {"memcpy": t["memcpy_GBps"], "layer_norm": t["GBps"], "rms_norm": t["rms_GBps"]}[key]
         print(f"  {label:24s} {t['ms'][key]:8.1f} ms  {gb:6.2f} GB/s  {gb / t['memcpy_GBps']:5.2f} x memcpy")
     print(f"  layer_norm / memcpy: {t['layer_norm_vs_memcpy']:.3f} (medians), "
           f"{t['layer_norm_vs_memcpy_per_round']:.3f} (median of per-round ratios), "
           f"{t['layer_norm_vs_best_memcpy']:.3f} (vs the fastest memcpy)")
-    print(f"  layer_norm >= {GOALS['layer_norm_vs_memcpy']} x memcpy: "
-          f"{_flag(t['layer_norm_vs_memcpy'] >= GOALS['layer_norm_vs_memcpy'])}; "
+    print("  (no goal for layer_norm / memcpy: the norms are plain reference code); "
           f"RMSNorm is {t['rms_over_layer_norm_speed']:.2f}x as fast as LayerNorm")
     site = res.get("static_site")
     if site:

@@ -5,25 +5,121 @@ timings and no widget state stored. Live widget views are dropped from the store
 ids are random and they cannot be shown without a kernel anyway); the text that stays tells a reader to
 run the cell for the sliders.
 
+Prose numbers: a markdown cell may quote a computed value as a MyST inline expression, {eval}`expr` (any
+Python expression over the notebook's variables, e.g. {eval}`f"{ratio:.0f}"`). Each markdown cell's
+expressions are evaluated in the kernel right after the code cells above it have run, as JupyterLab does
+with jupyterlab-myst on Run All, and the results are stored in the cell's `user_expressions` metadata (the
+format jupyterlab-myst reads), so a notebook opened without running shows the numbers. The book evaluates
+the same expressions itself (myst-nb, `execute_notebooks: inline`).
+
+`execute(nb, folder, overrides=...)` is also what tests/test_parameters.py uses: `overrides` is code run
+right after the cell tagged `parameters` (papermill's convention), e.g. "EPS = 1e-3".
+
 usage: python scripts/refresh_notebooks.py notebooks/01_….ipynb [...]
 """
 
 from __future__ import annotations
 
+import asyncio
+import re
 import sys
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from nbclient.util import ensure_async
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+EVAL = re.compile(r"\{eval\}`([^`]+)`")
+METADATA_KEY = "user_expressions"   # where jupyterlab-myst keeps inline-expression results
+
+
+def expressions(markdown: str) -> list[str]:
+    """The {eval}`...` expressions of a markdown cell, in order (duplicates kept once)."""
+    return list(dict.fromkeys(EVAL.findall(markdown)))
+
+
+def parameters_index(nb) -> int | None:
+    """Index of the cell tagged `parameters`, or None."""
+    for i, cell in enumerate(nb.cells):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            return i
+    return None
+
+
+async def _evaluate(client: NotebookClient, exprs: list[str]) -> list[dict]:
+    reply = await ensure_async(client.kc.execute("", silent=True, store_history=False, reply=True, timeout=60,
+                                                 user_expressions={str(i): e for i, e in enumerate(exprs)}))
+    found = reply["content"].get("user_expressions", {})
+    return [{"expression": e, "result": found.get(str(i), {"status": "error", "ename": "NoReply",
+                                                           "evalue": "", "traceback": []})}
+            for i, e in enumerate(exprs)]
+
+
+async def _run(client: NotebookClient, nb, overrides: str | None) -> None:
+    after = parameters_index(nb)
+    async with client.async_setup_kernel():
+        info = await client.async_wait_for_reply(await ensure_async(client.kc.kernel_info()))
+        if info is not None and "language_info" in info["content"]:
+            nb.metadata["language_info"] = info["content"]["language_info"]
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type == "code":
+                await client.async_execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+            elif cell.cell_type == "markdown":
+                exprs = expressions(cell.source)
+                if exprs:
+                    cell.metadata[METADATA_KEY] = await _evaluate(client, exprs)
+                else:
+                    cell.metadata.pop(METADATA_KEY, None)
+            if overrides and index == after:
+                injected = nbformat.v4.new_code_cell(overrides, metadata={"tags": ["injected-parameters"]})
+                await client.async_execute_cell(injected, index)
+
+
+def execute(nb, folder: Path, overrides: str | None = None, timeout: int = 300):
+    """Run nb (in place) in a fresh python3 kernel started in `folder`; store the inline-expression results."""
+    if overrides and parameters_index(nb) is None:
+        raise ValueError("the notebook has no cell tagged 'parameters' to override")
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                            store_widget_state=False, resources={"metadata": {"path": str(folder)}})
+    asyncio.run(_run(client, nb, overrides))
+    return nb
+
+
+def eval_failures(nb) -> list[str]:
+    """Every inline expression whose stored result is an error, as 'cell i: expr: error'."""
+    bad = []
+    for i, cell in enumerate(nb.cells):
+        for item in cell.get("metadata", {}).get(METADATA_KEY, []):
+            if item["result"].get("status") != "ok":
+                r = item["result"]
+                bad.append(f"cell {i}: {item['expression']}: {r.get('ename')}: {r.get('evalue')}")
+    return bad
+
+
+def eval_text(result: dict) -> str:
+    """The text a reader sees for one stored result (text/plain without the quotes of a string)."""
+    text = result.get("data", {}).get("text/plain", "")
+    return re.sub(r"^(['\"])(.*)\1$", r"\2", text, flags=re.S)
+
+
+def rendered_markdown(cell) -> str:
+    """A markdown cell's source with each {eval} replaced by its stored value (what both faces show)."""
+    values = {item["expression"]: eval_text(item["result"]) for item in cell.get("metadata", {}).get(METADATA_KEY, [])}
+    return EVAL.sub(lambda m: values.get(m.group(1), m.group(0)), cell.source)
 
 
 def refresh(path: Path) -> None:
     """Execute one notebook in place and drop widget views from its outputs."""
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", record_timing=False, store_widget_state=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    try:
+        execute(nb, path.parent)
+    except CellExecutionError as err:
+        raise SystemExit(f"{path}: {err}") from None
+    bad = eval_failures(nb)
+    if bad:
+        raise SystemExit(f"{path}: inline expressions failed:\n  " + "\n  ".join(bad))
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             out.get("data", {}).pop(WIDGET_VIEW, None)

@@ -30,6 +30,7 @@ SPLIT = {
     "test_browser.py": None,
     "test_site_reading.py": None,
     "test_explore.py": 3,
+    "test_parameters.py": None,   # one kernel per notebook: spread over both workers
 }
 # Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
 SLOWEST = ["test_page_on_a_laptop", "test_page_on_a_phone"]

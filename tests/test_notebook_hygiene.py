@@ -157,3 +157,38 @@ def test_sources_follow_the_book_conventions(path):
     widgets = nb["metadata"].get("widgets", {})
     assert not widgets.get("application/vnd.jupyter.widget-state+json", {}).get("state"), (
         f"{path.name} stores widget state (execute with --ExecutePreprocessor.store_widget_state=False)")
+
+
+ONLY_DISPLAYS = re.compile(r"^\s*(show|try_this|show_figure)\((?:[^()]|\([^()]*\))*\)\s*$", re.S)
+SECTIONS = [p for p in NOTEBOOKS if not p.stem.startswith("10_")]
+
+
+@pytest.mark.parametrize("path", SECTIONS, ids=[p.stem for p in SECTIONS])
+def test_display_cells_hide_their_code_in_the_book(path):
+    """A cell that only shows an explorable, its Try-this steps or a figure is plumbing: the book hides its code
+    (remove-input), JupyterLab still shows it. One call per cell, so the notebook's own variables can be passed."""
+    for i, c in enumerate(code_cells(load(path))):
+        src = source(c)
+        if ONLY_DISPLAYS.match(src):
+            assert "remove-input" in tags(c), f"{path.name}: code cell {i} ({src.strip()[:40]}) shows code"
+        if EXPLORABLE_SHOW.search(src):
+            calls = re.findall(r"(?<![\w.])(show|try_this)\(", src)
+            assert len(calls) == 1, f"{path.name}: cell {i}: one call per cell"
+
+
+def test_prose_names_no_catalog_entry():
+    """Readers never see the mechanism's catalog names ("the explorable pre_post_fd_error") in the prose."""
+    from normlab_core.explore import catalog
+
+    names = list(catalog())
+    for path in SECTIONS:
+        for i, c in enumerate(load(path)["cells"]):
+            if c["cell_type"] == "markdown":
+                hits = [n for n in names if n in source(c)]
+                assert not hits, f"{path.name}: markdown cell {i} names {hits}"
+
+
+@pytest.mark.parametrize("path", SECTIONS, ids=[p.stem for p in SECTIONS])
+def test_figure_captions_and_alt_text_live_outside_the_code(path):
+    for i, c in enumerate(code_cells(load(path))):
+        assert "alt=" not in source(c) and "caption=" not in source(c), f"{path.name}: cell {i} carries alt/caption"
