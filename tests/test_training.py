@@ -185,3 +185,83 @@ def test_stored_runs_match_a_fresh_rerun(stored, cell):
     np.testing.assert_allclose(fresh_loss, stored_loss, rtol=2e-4)
     np.testing.assert_allclose(fresh.grad_norms_at_init, rec["grad_norms_at_init"], rtol=2e-4)
     np.testing.assert_allclose(fresh.eval_loss[0], rec["eval_loss"][0], rtol=2e-4)
+
+
+# -- train(): the live face trains, the book's face only shows stored runs ------------------------------------------
+
+def test_train_in_the_book_shows_the_stored_runs_and_never_trains(monkeypatch):
+    from normlab_core import display
+    from normlab_core.explorables import s11_does_it_train as s11
+
+    def no_training(*a, **k):
+        raise AssertionError("the book must not train")
+
+    shown = []
+    monkeypatch.setenv("NORMLAB_STATIC", "1")
+    monkeypatch.setattr(training, "run", no_training)
+    monkeypatch.setattr(display, "show_figure", lambda fig, alt=None, caption="": shown.append(caption))
+    assert s11.train(depth=6, placement="post", lr=1e-2) is None
+    runs = data.load().select(placement="post", depth=6, lr=1e-2, warmup=0.0)
+    assert len(shown) == 1 and s11.seed_summary(runs) in shown[0]
+    s11.train(depth=5, placement="post", lr=1e-2)          # not stored: a note instead, still no training
+    assert "not run" in shown[-1]
+
+
+def test_train_live_returns_the_run_it_drew(monkeypatch):
+    from normlab_core.explorables import s11_does_it_train as s11
+
+    monkeypatch.delenv("NORMLAB_STATIC", raising=False)
+    drawn = []
+    real = s11._draw_run
+    monkeypatch.setattr(s11, "_draw_run", lambda *a: drawn.append(len(a[4].loss)) or real(*a))
+    r = s11.train(lr=1e-2, steps=60, **TINY, placement="pre")
+    assert isinstance(r, training.Run) and len(r.loss) == 60
+    assert drawn[0] < drawn[-1] == 60 and len(drawn) >= 5       # redrawn while it trained, and once at the end
+
+
+# -- the notebook "Does it train?" (notebooks/11_does_it_train.ipynb), with the section notebooks' own checks ----------
+
+NB11 = data.PATH.parents[2] / "notebooks" / "11_does_it_train.ipynb"
+# A learner's edit of its parameters cell: other depths, seeds and matrix for (a), a smaller checked model, and a
+# short live run (train() trains for real outside the book).
+NB11_EDIT = ("GRAD_DEPTHS = (4, 8)\nGRAD_SEEDS = (1,)\nGRAD_MATRIX = 'attn.wv'\n"
+             "CHECK = dict(depth=1, d_model=4, heads=2, d_ff=6, vocab=3, seq_len=2)\n"
+             "LIVE = dict(depth=2, placement='pre', lr=1e-2, steps=30, seed=1)")
+
+
+def test_notebook_prose_numbers_are_printed_or_computed():
+    """Every literal prose number of notebook 11 is printed by its cells, and every {eval} one is stored with an
+    evaluated value (the checks tests/test_prose_numbers.py applies to the section notebooks)."""
+    import json
+
+    from test_prose_numbers import inline_expressions, report, unbacked
+
+    nb = json.loads(NB11.read_text(encoding="utf-8"))
+    assert not unbacked(nb), report(NB11.name, unbacked(nb))
+    exprs = inline_expressions(nb)
+    assert len(exprs) >= 20
+    for index, expr in exprs:
+        stored = {i["expression"]: i["result"] for i in nb["cells"][index]["metadata"].get("user_expressions", [])}
+        assert stored.get(expr, {}).get("status") == "ok", f"cell {index}: {expr!r} not stored (run make notebooks)"
+
+
+def test_notebook_runs_with_edited_parameters_and_its_prose_follows():
+    """The edit-and-rerun check of tests/test_parameters.py, for notebook 11."""
+    import importlib
+
+    import nbformat
+    from test_parameters import literal_numbers_left_behind, stored_values
+
+    notebooks = importlib.import_module("refresh_notebooks")   # scripts/ is on sys.path once test_parameters is in
+    execute, eval_failures = notebooks.execute, notebooks.eval_failures
+    stored = nbformat.read(NB11, as_version=4)
+    nb = nbformat.read(NB11, as_version=4)
+    execute(nb, NB11.parent, overrides=NB11_EDIT)
+    stderr = [f"cell {i}: {''.join(o.get('text', ''))[:200]}" for i, c in enumerate(nb.cells)
+              for o in c.get("outputs", []) if o.get("name") == "stderr"]
+    assert not stderr, "\n".join(stderr)
+    assert not eval_failures(nb), "\n".join(eval_failures(nb))
+    before, after = stored_values(stored), stored_values(nb)
+    assert before.keys() == after.keys()
+    assert [k for k in before if before[k] != after[k]], "no inline prose number followed the edit"
+    assert not literal_numbers_left_behind(nb), "\n".join(literal_numbers_left_behind(nb))
