@@ -140,7 +140,7 @@ def _grid_setup(fig):
     art["animated"].append(art["img"])
     for i in range(len(DEPTHS)):
         for j in range(len(LRS)):
-            art[f"t{i}{j}"] = ax_g.text(j, i, "", ha="center", va="center", fontsize=7.5, linespacing=1.3)
+            art[f"t{i}{j}"] = ax_g.text(j, i, "", ha="center", va="center", fontsize=8.5, linespacing=1.25)
             art["animated"].append(art[f"t{i}{j}"])
     art["box"] = Rectangle((-0.5, -0.5), 1, 1, fill=False, lw=2.2, ec="black")
     ax_g.add_patch(art["box"])
@@ -214,7 +214,7 @@ def _grid_presets() -> dict:
     return {
         "depth 6, lr 1e-2": Preset({"depth": 6, "lr": 1e-2}, (
             f"without warm-up post-norm is {says('post', 6, 1e-2)}, pre-norm {says('pre', 6, 1e-2)}")),
-        "…with warm-up": Preset({"depth": 6, "lr": 1e-2, "warmup": 0.15}, (
+        "with warm-up": Preset({"depth": 6, "lr": 1e-2, "warmup": 0.15}, (
             f"the same cell with the learning rate ramped up over the first 75 steps (shaded): post-norm is "
             f"{says('post', 6, 1e-2, 0.15)}")),
         "depth 12, lr 3e-3": Preset({"depth": 12, "lr": 3e-3}, (
@@ -385,7 +385,7 @@ def _qk_presets() -> dict:
 
     return {
         "pre-norm, lr 3e-2": Preset({}, f"without QK-norm the largest logits reach {peaks('pre', 3e-2, False)}"),
-        "…with QK-norm": Preset({"qk_norm": True}, (
+        "with QK-norm": Preset({"qk_norm": True}, (
             f"normalized queries and keys: the largest logits are {peaks('pre', 3e-2, True)}")),
         "post-norm, lr 1e-2, QK-norm": Preset({"placement": "post", "lr": 1e-2, "qk_norm": True}, (
             "does QK-norm rescue the post-norm cell that sticks at chance? "
@@ -399,7 +399,7 @@ def entries() -> list:
         Explorable(
             "train_outcomes",
             {
-                "depth": Choice(DEPTHS, 6, label="depth (layers)", labels=[str(d) for d in DEPTHS]),
+                "depth": Choice(DEPTHS, 6, label="depth", labels=[f"{d} layers" for d in DEPTHS]),
                 "lr": Slider(1e-3, 1e-2, 1e-2, scale="log", label="peak learning rate", stops=LRS),
                 "warmup": Choice([0.0, 0.15], 0.0, label="warm-up", labels=["none", "15 %"]),
             },
