@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-determinism bench exercises grade lint clean clean-grading
+.PHONY: venv lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-determinism bench experiments exercises grade lint clean clean-grading
 
 # lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
@@ -101,6 +101,12 @@ bench: $(STAMP)
 	$(BIN)/python scripts/bench_grading.py
 	@test -f _build/html/index.html || $(MAKE) book
 	MPLBACKEND=Agg $(BIN)/python scripts/bench_browser.py
+
+# The training lab's runs ("Does it train?"): every study of scripts/experiments.py on one worker process per core,
+# with a progress bar; writes normlab_core/data/experiments.json.gz (the book only reads it). About 30 min on two
+# quiet cores; finished runs are cached in _build/experiments-cache/, so an interrupted run resumes.
+experiments: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/python -m scripts.experiments
 
 exercises: $(STAMP)
 	$(BIN)/python scripts/make_exercises.py

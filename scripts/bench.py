@@ -4,7 +4,7 @@ Writes _build/bench/results.json and prints a table. Every figure is a median ov
 (the machine may be shared, so the baselines are measured in the same run, interleaved where it matters).
 Nothing here is asserted: the goals are reported as met or missed, with the reason where one is known.
 
-    MPLBACKEND=Agg .venv/bin/python -m scripts.bench [--only NAME ...] [--skip-fd] [--repeats N]
+    MPLBACKEND=Agg .venv/bin/python -m scripts.bench [--only NAME ...] [--skip-fd] [--repeats N] [--training-only]
 """
 
 from __future__ import annotations
@@ -346,13 +346,138 @@ def print_table(res: dict) -> None:
     print(f"\nwritten: {OUT}")
 
 
+# -- the training lab: one training step, split into matrix products and the rest -----------------------------------
+
+TRAINING_GOALS = {"run_500_depth12_s": 30.0, "experiments_min": 30.0}
+
+
+class _TimedMatmul(np.ndarray):
+    """An ndarray whose matrix products add their time to a class-wide counter. Arrays computed from it keep the
+    type, so every `@` of a training step is timed where it happens, with the step's own shapes and data."""
+
+    seconds, calls = 0.0, 0
+
+    def __matmul__(self, other):
+        t0 = time.perf_counter()
+        out = np.ndarray.__matmul__(self, other)
+        _TimedMatmul.seconds += time.perf_counter() - t0
+        _TimedMatmul.calls += 1
+        return out
+
+    def __rmatmul__(self, other):
+        t0 = time.perf_counter()
+        out = np.ndarray.__rmatmul__(self, other)
+        _TimedMatmul.seconds += time.perf_counter() - t0
+        _TimedMatmul.calls += 1
+        return out
+
+
+def _training_step_times(depth: int, dtype: str, repeats: int) -> dict:
+    """Median wall time of one loss_and_grads + Adam step at this depth, and of the matrix products inside it."""
+    from normlab_core.training import Adam, reversal_batch
+    from normlab_core.transformer import Config, init_params, loss_and_grads
+
+    cfg = Config(depth=depth, placement="pre")
+    params = init_params(cfg, 0, np.dtype(dtype))
+    tokens = reversal_batch(np.random.default_rng(0), 32)
+    opt = Adam(params)
+
+    def step(p):
+        _, grads = loss_and_grads(p, cfg, tokens)
+        opt.step(p, grads, 0.0)      # lr 0: the same work, the same parameters every repeat
+
+    step(params)
+    total = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step(params)
+        total.append(time.perf_counter() - t0)
+    timed = {k: v.view(_TimedMatmul) for k, v in params.items()}
+    matmul, calls = [], 0
+    for _ in range(repeats):
+        _TimedMatmul.seconds, _TimedMatmul.calls = 0.0, 0
+        step(timed)
+        matmul.append(_TimedMatmul.seconds)
+        calls = _TimedMatmul.calls
+    step_ms, matmul_ms = _ms(statistics.median(total)), _ms(statistics.median(matmul))
+    return {"depth": depth, "dtype": dtype, "step_ms": step_ms, "matmul_ms": matmul_ms,
+            "other_ms": round(step_ms - matmul_ms, 3), "matmuls_per_step": calls,
+            "matmuls_expected": 24 * depth + 3}
+
+
+def _training_worker(repeats: int) -> dict:
+    """Runs in a fresh process with one BLAS thread: step timings, and a whole 500-step run at depth 12."""
+    from normlab_core.training import run
+    from normlab_core.transformer import Config
+
+    steps = [_training_step_times(d, dt, repeats) for dt in ("float32", "float64") for d in (6, 12, 24)]
+    t0 = time.perf_counter()
+    r = run(Config(depth=12, placement="post"), 3e-3, 500, 0.15, 0, progress=False)
+    return {"steps": steps, "run_500_depth12_s": round(time.perf_counter() - t0, 2), "run_outcome": r.outcome}
+
+
+def bench_training(repeats: int = 15) -> dict:
+    """The training lab on one core: step timings at depths 6, 12 and 24 (split into matrix products and everything
+    else), a 500-step depth-12 run, and the wall time `make experiments` needs at these speeds on two cores."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")   # read by numpy in the fresh process
+    try:
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            res = pool.submit(_training_worker, repeats).result()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    from scripts import experiments
+
+    per_layer_step = {r["depth"]: r["step_ms"] / r["depth"] for r in res["steps"] if r["dtype"] == "float32"}
+    work = 0.0
+    for job in experiments.jobs_for(list(experiments.STUDIES)):
+        if job["kind"] == "train":
+            d = job["config"]["depth"]
+            ms = per_layer_step[min(per_layer_step, key=lambda k: abs(k - d))] * d
+            work += ms * experiments.STEPS * (1.3 if job["config"].get("placement") == "peri" else 1) / 1e3
+    res["experiments_estimate_min"] = round(work / 2 / 60, 1)
+    res["command"] = "make bench  (or: MPLBACKEND=Agg .venv/bin/python -m scripts.bench --training-only)"
+    return res
+
+
+def print_training(t: dict, load_start, load_end) -> None:
+    print(f"\ntraining lab, one core (OMP_NUM_THREADS=1), batch 32, pre-norm LayerNorm; load average "
+          f"{load_start[0]:.1f} at its start, {load_end[0]:.1f} at its end:")
+    print(f"  {'dtype':8s} {'depth':>5s} {'step ms':>8s} {'matmul ms':>10s} {'other ms':>9s} {'matmul share':>13s}"
+          f" {'matmuls':>8s}")
+    for r in t["steps"]:
+        check = "" if r["matmuls_per_step"] == r["matmuls_expected"] else f" (expected {r['matmuls_expected']})"
+        print(f"  {r['dtype']:8s} {r['depth']:5d} {r['step_ms']:8.1f} {r['matmul_ms']:10.1f} {r['other_ms']:9.1f} "
+              f"{r['matmul_ms'] / r['step_ms']:12.0%} {r['matmuls_per_step']:8d}{check}")
+    goal = TRAINING_GOALS["run_500_depth12_s"]
+    print(f"  500-step run at depth 12 (post-norm, float32, with its evaluations): {t['run_500_depth12_s']:.1f} s, "
+          f"goal <= {goal:g} s: {_flag(t['run_500_depth12_s'] <= goal)}")
+    goal = TRAINING_GOALS["experiments_min"]
+    print(f"  make experiments at these step times on 2 cores (estimate, evaluations not counted): "
+          f"{t['experiments_estimate_min']:.1f} min, goal <= {goal:g} min: "
+          f"{_flag(t['experiments_estimate_min'] <= goal)}")
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="catalog names to measure (default: every entry)")
     ap.add_argument("--skip-fd", action="store_true", help="skip the O(depth^2) finite-difference curve")
     ap.add_argument("--repeats", type=int, default=9, help="repeats of the throughput and curve timings")
     ap.add_argument("--naive-max", type=int, default=12, help="naive frames per explorable (spread over the sweep)")
+    ap.add_argument("--training-only", action="store_true", help="only the training lab's step and run timings")
     args = ap.parse_args(argv)
+    if args.training_only:
+        res = {"load_avg_start": os.getloadavg(), "training": bench_training()}
+        res["load_avg_end"] = os.getloadavg()
+        print_training(res["training"], res["load_avg_start"], res["load_avg_end"])
+        return res
 
     from normlab_core.interactive import catalog
 
@@ -386,10 +511,13 @@ def main(argv=None) -> dict:
     res["sensitivity_curve"] = bench_sensitivity(1024, args.repeats, args.skip_fd)
     res["layer_norm"] = bench_throughput(repeats=args.repeats)
     res["static_site"] = bench_site(Path("_build/html"))
+    training_load = os.getloadavg()
+    res["training"] = bench_training()
     res["load_avg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2) + "\n")
     print_table(res)
+    print_training(res["training"], training_load, res["load_avg_end"])
     return res
 
 

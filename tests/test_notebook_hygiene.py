@@ -24,6 +24,7 @@ EXPECTED = [
     "08_backward",
     "09_key_takeaways",
     "10_exercises",
+    "11_does_it_train",
 ]
 MAX_BYTES = 1024 * 1024
 MACHINE_PATH = re.compile(r"(?<![\w.])/(work|root|home|tmp)(/|\b)")

@@ -1,0 +1,311 @@
+"""`make experiments`: train the grid and the variant studies of "Does it train?" and store them as data.
+
+Every run is one `normlab_core.training.run`; the runs are shared out over a pool of worker processes (one per
+core, one BLAS thread each) with a progress bar. The result is normlab_core/data/experiments.json.gz: the book reads
+it and never trains. Finished runs are also kept in _build/experiments-cache/ under a hash of the code and the
+settings, so an interrupted `make experiments` picks up where it stopped, and a change of the model starts afresh.
+
+    .venv/bin/python -m scripts.experiments [--workers N] [--only STUDY ...] [--list] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")       # before numpy is imported: one BLAS thread per process
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import gzip  # noqa: E402
+import hashlib  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from normlab_core import data, training  # noqa: E402
+from normlab_core.transformer import Config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / "_build" / "experiments-cache"
+SEEDS = (0, 1, 2)
+STEPS = 500
+CURVE_EVERY = 5          # the stored curves keep every 5th step and the last one
+DIGITS = 5               # significant digits kept in the file
+GRID_LRS = (1e-3, 3e-3, 1e-2)
+WARMUPS = (0.0, 0.15)
+
+# Each study is a product of axes (config fields, lr, warmup), or a list of such products, with some config fields
+# fixed; every cell runs SEEDS.
+STUDIES = {
+    "grid": {
+        "title": "post-norm against pre-norm (LayerNorm): depth x learning rate x warm-up",
+        "axes": {"placement": ["post", "pre"], "depth": [2, 6, 12, 24], "lr": list(GRID_LRS),
+                 "warmup": list(WARMUPS)},
+    },
+    "rms_norm": {
+        "title": "the same question with RMSNorm",
+        "fixed": {"norm": "rms_norm"},
+        "axes": [{"placement": ["post"], "depth": [6, 12], "lr": list(GRID_LRS), "warmup": list(WARMUPS)},
+                 {"placement": ["pre"], "depth": [6, 12], "lr": list(GRID_LRS), "warmup": [0.0]}],
+    },
+    "deepnorm": {
+        "title": "DeepNorm: post-norm with the residual up-weighted and the initial weights scaled down",
+        "fixed": {"placement": "post", "deepnorm": True},
+        "axes": {"depth": [6, 12, 24], "lr": list(GRID_LRS), "warmup": [0.0]},
+    },
+    "peri": {
+        "title": "Peri-LN: a norm before and after each sublayer",
+        "fixed": {"placement": "peri"},
+        "axes": {"depth": [6, 12, 24], "lr": [1e-3, 1e-2], "warmup": [0.0]},
+    },
+    "qk_norm": {
+        "title": "QK-norm: queries and keys normalized before their dot product, at high learning rates",
+        "axes": {"placement": ["pre", "post"], "qk_norm": [False, True], "depth": [6], "lr": [1e-2, 3e-2],
+                 "warmup": [0.0]},
+    },
+    "dyt": {
+        "title": "DyT (gamma * tanh(alpha * x) + beta) in place of LayerNorm, pre-norm",
+        "fixed": {"placement": "pre", "norm": "dyt"},
+        "axes": {"depth": [6, 12, 24], "lr": [1e-3, 1e-2], "warmup": [0.0]},
+    },
+}
+
+# Update amplification: the output change after one Adam step from initialization, against depth.
+UPDATE = {
+    "lr": 1e-3,
+    "depths": [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48],
+    "variants": {
+        "post": {"placement": "post"},
+        "pre": {"placement": "pre"},
+        "peri": {"placement": "peri"},
+        "deepnorm": {"placement": "post", "deepnorm": True},
+    },
+}
+
+SETTINGS = {
+    "steps": STEPS, "batch": training.BATCH, "seeds": list(SEEDS), "eval_every": training.EVAL_EVERY,
+    "eval_size": training.EVAL_SIZE, "eval_seed": training.EVAL_SEED, "dtype": "float32",
+    "betas": list(training.BETAS), "adam_eps": training.ADAM_EPS, "floor": training.FLOOR,
+    "solved_above": training.SOLVED, "stuck_within": 0.05, "chance_loss": math.log(16),
+    "curve_every": CURVE_EVERY, "digits": DIGITS, "grad_groups": list(training.GRAD_GROUPS),
+}
+CURVE_STEPS = sorted(set(range(0, STEPS, CURVE_EVERY)) | {STEPS - 1})
+SETTINGS["curve_steps"] = CURVE_STEPS
+CODE = ["normlab_core/transformer.py", "normlab_core/training.py", "normlab_core/norms.py",
+        "normlab_core/backward.py", "normlab_core/stats.py", "normlab_core/_checks.py", "scripts/experiments.py"]
+
+
+def cells(study: dict) -> list[dict]:
+    """Every cell of a study: {"config": Config fields, "lr", "warmup"}."""
+    products = study["axes"] if isinstance(study["axes"], list) else [study["axes"]]
+    out = []
+    for axes, values in ((a, v) for a in products for v in itertools.product(*a.values())):
+        cell = dict(zip(axes, values, strict=True))
+        config = {**study.get("fixed", {}), **{k: v for k, v in cell.items() if k not in ("lr", "warmup")}}
+        config = {k: v for k, v in config.items() if data.BASE.get(k, object()) != v}  # plain values unnamed
+        out.append({"config": config, "lr": cell["lr"], "warmup": cell["warmup"]})
+    return out
+
+
+def job_key(job: dict) -> str:
+    """A stable text key of a job (its kind, config, lr, warmup and seed)."""
+    return json.dumps(job, sort_keys=True)
+
+
+def jobs_for(names) -> list[dict]:
+    """The distinct training jobs of the named studies in their order, then the update-size jobs."""
+    seen, out = set(), []
+    for name in names:
+        for cell in cells(STUDIES[name]):
+            for seed in SEEDS:
+                job = {"kind": "train", **cell, "seed": seed}
+                if job_key(job) not in seen:
+                    seen.add(job_key(job))
+                    out.append(job)
+    for variant, fields in UPDATE["variants"].items():
+        for depth in UPDATE["depths"]:
+            for seed in SEEDS:
+                out.append({"kind": "update", "variant": variant, "config": {**fields, "depth": depth},
+                            "lr": UPDATE["lr"], "seed": seed})
+    return out
+
+
+def cost(job: dict) -> float:
+    """Rough cost of a job in depth-steps (for the order of work and the time estimate)."""
+    depth = job["config"]["depth"]
+    return depth * (STEPS if job["kind"] == "train" else 2) * (1.3 if job["config"].get("placement") == "peri" else 1)
+
+
+def rounded(x):
+    """x (a number or nested lists of them) to DIGITS significant digits, as plain JSON numbers."""
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return [rounded(v) for v in x]
+    x = float(x)
+    if not math.isfinite(x):
+        return None
+    return float(f"{x:.{DIGITS}g}")
+
+
+def run_job(job: dict) -> dict:
+    """Run one job in a worker and return its record for the data file."""
+    cfg = Config(**job["config"])
+    if job["kind"] == "update":
+        return {**job, "change": rounded(training.output_change(cfg, job["lr"], job["seed"]))}
+    r = training.run(cfg, job["lr"], STEPS, job["warmup"], job["seed"], progress=False)
+    done = [s for s in CURVE_STEPS if s < len(r.loss)]
+    return {
+        **job,
+        "config": {**job["config"], "final_norm": cfg.final_norm},
+        "outcome": r.outcome, "accuracy": rounded(r.accuracy), "final_loss": rounded(r.final_loss),
+        "diverged": r.diverged, "steps_done": len(r.loss),
+        "loss": rounded(r.loss[done]), "max_logit": rounded(r.max_logit[done]), "grad_norm": rounded(r.grad_norm[done]),
+        "eval_steps": [int(s) for s in r.eval_steps], "eval_loss": rounded(r.eval_loss),
+        "eval_accuracy": rounded(r.eval_accuracy), "resid_rms": rounded(r.resid_rms),
+        "resid_max": rounded(r.resid_max), "grad_norms_at_init": rounded(r.grad_norms_at_init),
+        "seconds": round(r.seconds, 2),
+    }
+
+
+def code_hash() -> str:
+    """A hash of the code and settings the runs depend on: cached runs of other code are not reused."""
+    h = hashlib.sha256(json.dumps(SETTINGS, sort_keys=True).encode())
+    for rel in CODE:
+        h.update((ROOT / rel).read_bytes())
+    return h.hexdigest()[:16]
+
+
+class Bar:
+    """A one-line text progress bar on stderr, weighted by the jobs' cost."""
+
+    def __init__(self, total: float, n: int):
+        self.total, self.n, self.done, self.count, self.start = total, n, 0.0, 0, time.time()
+
+    def advance(self, weight: float, note: str = "") -> None:
+        self.done += weight
+        self.count += 1
+        frac = self.done / self.total if self.total else 1.0
+        spent = time.time() - self.start
+        left = spent * (1 - frac) / frac if frac > 0 else float("nan")
+        bar = "#" * round(30 * frac) + "." * (30 - round(30 * frac))
+        sys.stderr.write(f"\r[{bar}] {self.count}/{self.n} runs  {_clock(spent)} spent, ~{_clock(left)} left  "
+                         f"{note:<40.40}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+
+
+def _clock(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "--:--"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}:{s:02d}"
+
+
+def assemble(records: list[dict], names) -> dict:
+    """The data file's content from the finished records (training runs in job order, no timings)."""
+    train = [{k: v for k, v in r.items() if k not in ("kind", "seconds")} for r in records if r["kind"] == "train"]
+    update = [r for r in records if r["kind"] == "update"]
+    rows = {}
+    for r in update:
+        rows.setdefault(r["variant"], {}).setdefault(r["seed"], {})[r["config"]["depth"]] = r["change"]
+    return {
+        "format": data.FORMAT, "version": data.VERSION, "settings": SETTINGS,
+        "studies": {n: {"title": STUDIES[n]["title"], "cells": cells(STUDIES[n])} for n in names},
+        "runs": train,
+        "update_size": {
+            "lr": UPDATE["lr"], "depths": UPDATE["depths"], "variants": UPDATE["variants"],
+            "change": {v: [[by_seed[s][d] for d in UPDATE["depths"]] for s in sorted(by_seed)]
+                       for v, by_seed in rows.items()},
+        },
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes")
+    ap.add_argument("--only", nargs="*", choices=list(STUDIES), help="studies to run (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the jobs and exit")
+    ap.add_argument("--out", default=str(data.PATH), help="the data file to write")
+    args = ap.parse_args(argv)
+    names = args.only or list(STUDIES)
+    jobs = jobs_for(names)
+    if args.list:
+        for j in jobs:
+            print(job_key(j))
+        print(f"{len(jobs)} jobs")
+        return 0
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cache_file = CACHE / f"{code_hash()}.jsonl"
+    cached = {}
+    if cache_file.exists():
+        for line in cache_file.read_text().splitlines():
+            rec = json.loads(line)
+            cached[job_key({k: rec[k] for k in _job_fields(rec)})] = rec
+    todo = sorted((j for j in jobs if job_key(j) not in cached), key=lambda j: -cost(j))  # longest first
+    print(f"{len(jobs)} jobs ({len(jobs) - len(todo)} cached in {cache_file.relative_to(ROOT)}), "
+          f"{args.workers} workers, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    bar = Bar(sum(cost(j) for j in todo), len(todo))
+    start, loads, failed = time.time(), [], []
+    with ProcessPoolExecutor(max_workers=args.workers) as pool, cache_file.open("a") as out:
+        futures = {pool.submit(run_job, j): j for j in todo}
+        for fut in as_completed(futures):
+            job = futures[fut]
+            loads.append(os.getloadavg()[0])
+            try:
+                rec = fut.result()
+            except Exception as err:  # one failed run must not lose the others
+                failed.append((job, f"{type(err).__name__}: {err}"))
+                bar.advance(cost(job), "FAILED")
+                continue
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            cached[job_key(job)] = rec
+            c = job["config"]
+            bar.advance(cost(job), f"{c.get('placement')} depth {c['depth']} lr {job['lr']:g}")
+    bar.close()
+    wall = time.time() - start
+    if failed:
+        for job, err in failed:
+            print(f"FAILED {job_key(job)}: {err}", file=sys.stderr)
+        return 1
+    content = assemble([cached[job_key(j)] for j in jobs], names)
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+        gz.write(json.dumps(content, separators=(",", ":")).encode())
+    trained = [cached[job_key(j)] for j in jobs if j["kind"] == "train"]
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB), {len(trained)} training runs; "
+          f"{_clock(wall)} wall time for {len(todo)} new jobs on {args.workers} workers, load average "
+          f"{min(loads, default=0):.2f}..{max(loads, default=0):.2f} (median {np.median(loads or [0]):.2f})",
+          file=sys.stderr)
+    _summary(content)
+    return 0
+
+
+def _job_fields(rec: dict) -> list[str]:
+    if rec["kind"] == "update":
+        return ["kind", "variant", "config", "lr", "seed"]
+    return ["kind", "config", "lr", "warmup", "seed"]
+
+
+def _summary(content: dict) -> None:
+    """Print the outcome of every cell of every study: solved / stuck / partial / diverged out of the seeds."""
+    exp = data.Experiments(content)
+    for name, study in content["studies"].items():
+        print(f"\n{name}: {study['title']}")
+        for cell in study["cells"]:
+            o = exp.outcomes(**cell["config"], lr=cell["lr"], warmup=cell["warmup"])
+            fields = " ".join(f"{k}={v}" for k, v in cell["config"].items())
+            print(f"  {fields:50s} lr {cell['lr']:<6g} warm-up {cell['warmup']:<4g}  solved {o['solved']}/{o['seeds']}"
+                  + "".join(f", {k} {o[k]}" for k in ("stuck", "partial", "diverged") if o[k]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
