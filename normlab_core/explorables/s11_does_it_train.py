@@ -440,12 +440,12 @@ def entries() -> list:
 
 # -- (f) training live ---------------------------------------------------------------------------------------------
 
-def _live_figure():
+def _live_figure(color):
     fig = blank_figure()
     with house_style():
         ax = fig.subplots(1, 1)
         _loss_axes(ax)
-        (train_line,) = ax.plot([], [], color=COLORS["post"], lw=1.0, alpha=0.8, label="training loss")
+        (train_line,) = ax.plot([], [], color=color, lw=1.0, alpha=0.8, label="training loss")
         (eval_line,) = ax.plot([], [], "o-", color="black", ms=3.5, lw=1.0, label="held-out loss")
         ax.legend(loc="center right", fontsize=7.5)
         label(ax, "training step", "loss (nats per answer token)", "")
@@ -485,7 +485,7 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
         return None
     import ipywidgets as w
 
-    fig, ax, train_line, eval_line = _live_figure()
+    fig, ax, train_line, eval_line = _live_figure(COLORS.get(cfg.placement, COLORS["layer_norm"]))
     image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
     display(image)
 
@@ -518,7 +518,8 @@ def _show_stored(cfg, lr, warmup, seed, name):
         for r in runs:
             ls = SEED_STYLES[r["seed"] % len(SEED_STYLES)]
             lw = 2.0 if r["seed"] == seed else 1.0
-            ax.plot(curve_steps()[: len(r["loss"])], r["loss"], ls, lw=lw, color=COLORS.get(cfg.placement, "0.3"),
+            ax.plot(curve_steps()[: len(r["loss"])], r["loss"], ls, lw=lw,
+                    color=COLORS.get(cfg.placement, COLORS["layer_norm"]),
                     label=f"seed {r['seed']}: {r['outcome']}")
         if runs:
             ax.legend(loc="center right", fontsize=7.5)
