@@ -18,15 +18,15 @@ from normlab_grading.feedback import HideHiddenTests  # noqa: E402
 c.CourseDirectory.course_id = "normlab"
 c.CourseDirectory.root = HERE
 
-# Each cell of a submission gets this many seconds when it is autograded; a cell that runs longer is
-# interrupted, marked as failed, and grading continues with the next cell.
+# Each cell of a submission gets this many seconds when it is graded (in its sandbox, by `make grade`); a cell
+# that runs longer is interrupted, marked as failed, and grading continues with the next cell.
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# Feedback shows scores, the student's code and outputs and the messages of failed checks; the hidden tests
-# (source and tracebacks) are removed before the HTML is written.
+# Feedback shows scores, the student's code and outputs and the verdicts of the check cells; tracebacks in check
+# cells are cut to the error's type and message before the HTML is written.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     HideHiddenTests,
@@ -39,7 +39,17 @@ c.GenerateFeedback.preprocessors = [
 c.Exchange.root = os.environ.get("NORMLAB_EXCHANGE", "/usr/local/share/nbgrader/exchange")
 
 # zip_collect: files downloaded from a learning platform go to downloaded/<assignment>/archive/ and must be
-# named <student id>_exercises.ipynb (inside a zip or not, in any sub-folder); nbgrader matches this pattern
-# against each extracted file's path.
-c.ZipCollectApp.collector_plugin = "nbgrader.plugins.FileNameCollectorPlugin"
-c.FileNameCollectorPlugin.named_regexp = r"^(?:.*/)?(?P<student_id>[^/_]+)_(?P<file_id>exercises\.ipynb)$"
+# named <student id>_exercises.ipynb (inside a zip or not, in any sub-folder; a copy number such as
+# "erin_exercises (1).ipynb" is accepted); nbgrader matches this pattern against each extracted file's path. A
+# notebook that does not match stops the command with its name (normlab_grading/collect.py), instead of being
+# skipped with a warning.
+c.ZipCollectApp.collector_plugin = "normlab_grading.collect.NamedCollector"
+c.FileNameCollectorPlugin.named_regexp = (
+    r"^(?:.*/)?(?P<student_id>[^/_]+)_(?P<file_id>exercises)(?:\s*\(\d+\)|-\d+)?\.ipynb$")
+
+# The grader (normlab_grading/grade.py, `make grade`) runs every submission in a bubblewrap sandbox with these
+# limits; the values here are the defaults (see normlab_grading/sandbox.py for all of them). The time for each
+# cell is c.Execute.timeout above; the seed of the hidden inputs is COURSE_SEED in normlab_grading/hidden_checks.py.
+c.NormlabGrading.check_seconds = 30      # all the calls of one check cell's visible and hidden cases together
+c.NormlabGrading.submission_seconds = 900
+c.NormlabGrading.memory_mb = 4096

@@ -80,8 +80,9 @@ def check_param(p, name: str, dim: int, dtype, func: str = "layer_norm") -> np.n
 
 
 def result_dtype(x) -> np.dtype:
-    """The dtype a function returns for input x: float16 stays float16 (it is computed in float32),
-    float32 stays float32, everything else becomes float64. Call it before checking x."""
+    """The dtype returned for input x: float16 and float32 stay (float16 is computed in float32), others float64.
+
+    Call it before checking x."""
     try:
         dtype = np.asarray(x).dtype
     except (ValueError, TypeError):       # ragged lists and the like: as_float_array raises the error

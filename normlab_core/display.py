@@ -18,6 +18,9 @@ def static_mode() -> bool:
     return os.environ.get(STATIC_ENV) == "1"
 
 
+_SHOWN: set[str] = set()   # qualified names show_source has displayed in this kernel session (this notebook)
+
+
 def called_helpers(objs) -> tuple[list, list]:
     """The normlab_core functions the source of objs calls and does not itself include, one level deep:
     (maths helpers, input checks from _checks.py), each in order of first use."""
@@ -35,20 +38,42 @@ def called_helpers(objs) -> tuple[list, list]:
                 if (isinstance(fn, types.FunctionType) and fn.__module__.startswith("normlab_core.")
                         and id(fn) not in shown):
                     shown.add(id(fn))
-                    (checks if fn.__module__.endswith("._checks") else maths).append(fn)
+                    (checks if _is_check(fn) else maths).append(fn)
     return maths, checks
+
+
+def _is_check(fn) -> bool:
+    """An input check: from _checks.py, or a helper whose docstring says it validates or checks its inputs."""
+    doc = (inspect.getdoc(fn) or "").split(" ", 1)[0]
+    return fn.__module__.endswith("._checks") or doc in ("Check", "Validate")
+
+
+def _qualname(obj) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
 
 
 def show_source(*objs) -> None:
     """Display the source of functions/classes from normlab_core as one highlighted code block, followed by the
-    library helpers they call (maths helpers in full, input checks by their one-line description)."""
+    library helpers they call: maths helpers in full (or a pointer, if this notebook showed them already), input
+    checks by their one-line description."""
     from IPython.display import Markdown, display
 
+    import normlab_core
+
     maths, checks = called_helpers(objs)
-    code = "\n\n".join(inspect.getsource(o).rstrip() for o in (*objs, *maths))
+    public = [fn for fn in maths if fn.__name__ in normlab_core.__all__]
+    new = [fn for fn in maths if _qualname(fn) not in _SHOWN and fn not in public]
+    code = "\n\n".join(inspect.getsource(o).rstrip() for o in (*objs, *new))
+    seen = [fn.__name__ for fn in maths if fn not in new and fn not in public]
+    if public:
+        code += ("\n\n# Also called above, normlab_core's public functions (each shown in its own section): "
+                 + ", ".join(fn.__name__ for fn in public))
+    if seen:
+        code += "\n\n# Also called above, and shown earlier in this notebook: " + ", ".join(seen)
     if checks:
         lines = [f"#   {fn.__name__}: {inspect.getdoc(fn).splitlines()[0]}" for fn in checks]
-        code += "\n\n# Input checks called above (normlab_core/_checks.py):\n" + "\n".join(lines)
+        code += "\n\n# Input checks called above (normlab_core/_checks.py, _check_*/_options):\n" + "\n".join(lines)
+    _SHOWN.update(_qualname(o) for o in (*objs, *new))
     display(Markdown(f"```python\n{code}\n```"))
 
 

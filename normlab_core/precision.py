@@ -68,6 +68,9 @@ def grid(fmt: str) -> np.ndarray:
 
 def levels_between(lo, hi, fmt: str) -> int:
     """How many distinct values of the 16-bit format fmt lie in the closed interval [lo, hi]."""
+    for name, v in (("lo", lo), ("hi", hi)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+            raise TypeError(f"levels_between needs finite real numbers for lo and hi, got {name}={v!r}")
     lo, hi = float(lo), float(hi)
     if lo > hi:
         raise ValueError(f"levels_between needs lo <= hi, got lo={lo} hi={hi}")

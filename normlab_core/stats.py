@@ -18,7 +18,11 @@ def row_mean(v: np.ndarray, axis: int = -1, sum_dtype=None) -> np.ndarray:
 
 
 def mean_var(x, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and biased variance (divide by n) of x along `axis`; shapes drop that axis."""
+    """Mean and biased variance (divide by n) of x along `axis`; shapes drop that axis.
+
+    Statistics come back in the computing dtype: float32 for float32 and float16 input (float16 could not hold
+    the variance of [0, 1000]), float64 otherwise.
+    """
     x = as_float_array(x)
     axis = check_axis(axis, x.ndim)
     mean = row_mean(x, axis)

@@ -89,7 +89,7 @@ _FONTAWESOME_TAG = re.compile(r'[ \t]*<script[^>]*src="[^"]*scripts/fontawesome\
 # pydata-sphinx-theme loads Sphinx's search code and the whole search index (~80 kB) on every page,
 # for a search-as-you-type box this site does not enable; only search.html needs them.
 _SEARCH_TAGS = re.compile(r'[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|'
-                          r'searchindex\.js)"></script>\n?')
+                          r'searchindex\.js|_static/normlab-search\.js(?:\?v=[0-9a-f]+)?)"></script>\n?')
 
 
 # sphinx-design (a jupyter-book default extension) adds its stylesheet and tab script to every page;
@@ -103,7 +103,8 @@ def drop_unused_scripts(site: Path) -> int:
     """Remove from every page the <script> that loads fontawesome.js (1.45 MB: it only redraws the
     theme's icons as SVG, which the theme's stylesheet already draws from Font Awesome's web fonts,
     see slim_icons) and delete the file; remove the search scripts from every page but search.html,
-    and sphinx-design's stylesheet and script from pages with no design element.
+    and sphinx-design's stylesheet and script from pages with no design element (normlab-search.js, the
+    book's own search code, counts as a search script).
     Returns the number of pages changed."""
     site = Path(site)
     changed = 0
@@ -240,9 +241,34 @@ def light_images(site: Path) -> tuple[int, int]:
     return moved, marked
 
 
+OWN_ASSETS = ["normlab-book.css", "normlab-book.js", "normlab-search.js"]
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/\n?", re.S)
+_LINE_COMMENT = re.compile(r"^[ \t]*//[^\n]*\n", re.M)
+
+
+def slim_own_assets(site: Path) -> int:
+    """Strip the comments from the book's own stylesheet and scripts as served (_static/normlab-*): block
+    comments, and JS comments on lines of their own (a // after code, possibly inside a string, is left
+    alone). Their sources in book/assets keep every comment. Returns the bytes saved; idempotent."""
+    saved = 0
+    for name in OWN_ASSETS:
+        path = Path(site) / "_static" / name
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        slim = _BLOCK_COMMENT.sub("", text)
+        if name.endswith(".js"):
+            slim = _LINE_COMMENT.sub("", slim)
+        if slim != text:
+            path.write_text(slim, encoding="utf-8")
+            saved += len(text.encode("utf-8")) - len(slim.encode("utf-8"))
+    return saved
+
+
 def _on_build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
         copy_mathjax(Path(app.outdir))
+        slim_own_assets(Path(app.outdir))
         drop_unused_scripts(Path(app.outdir))
         slim_icons(Path(app.outdir))
         light_images(Path(app.outdir))
@@ -428,6 +454,7 @@ def main(argv: list[str]) -> int:
         copy_mathjax(site)
     drop_unused_scripts(site)
     slim_icons(site)
+    slim_own_assets(site)
     light_images(site)
     problems = check_site(site)
     for p in problems:

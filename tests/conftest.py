@@ -30,11 +30,13 @@ SPLIT = {
     "test_browser.py": None,
     "test_site_reading.py": None,
     "test_explore.py": 3,
+    "test_grading_judge.py": 2,  # the 500-seed property test is cut into chunks: they go to both workers
     "test_parameters.py": None,   # one kernel per notebook: spread over both workers
 }
 # Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
 SLOWEST = ["test_page_on_a_laptop", "test_page_on_a_phone"]
-FIRST = ["test_grading_exchange.py", "test_grading_pipeline.py", "test_assignments.py", "test_explorable_content.py",
+FIRST = ["test_grading_pipeline.py", "test_grading_exchange.py", "test_grading_judge.py", "test_assignments.py",
+         "test_grading_sandbox.py", "test_explorable_content.py",
          "test_explore.py", "test_site_reading.py", "test_browser.py"]
 
 

@@ -1,26 +1,45 @@
-"""Simulated submissions of the section 23.10 exercises, shared by the grading pipeline tests.
+"""Simulated submissions of the section 23.10 exercises, and the helpers the grading tests share.
 
 Each submission is the released notebook with some answer cells replaced. `reference` holds the instructor's
 solutions; the `wrong_*` ones hold plausible mistakes, grouped so that mistakes in one notebook do not feed
-into each other's parts (except where one part uses another, listed in LOST); the others cheat or crash.
+into each other's parts (except where one part uses another, listed in DEPENDENT); the hostile ones (HOSTILE)
+are written to break the grader, each aimed at one hole of issue 23; the odd ones (ODD) are correct answers
+written in ways the old checks marked wrong.
+
+`judge_namespace` runs the checks in this process, the way the sandbox runs them (runner.run_groups on the
+student's namespace), so that the judging logic can be tested without nbgrader or bubblewrap.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import importlib.util
+import io
+import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "assignments" / "source" / "chapter23" / "exercises.ipynb"
+COURSE = ROOT / "assignments"
+SOURCE = COURSE / "source" / "chapter23" / "exercises.ipynb"
+if str(COURSE) not in sys.path:
+    sys.path.insert(0, str(COURSE))
+
+from normlab_grading import hidden_checks, runner, sandbox, structure  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "scripts" / "make_exercises.py")
 mx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mx)
 
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[^\n]*\n", re.M)
+NOT_RUN = ("ex4_timing", "ex6_experiment")  # optional cells: the in-process namespace skips their timing
 
 
 def grade_id(cell) -> str | None:
@@ -252,6 +271,7 @@ speedup_512 = counted_speedup(512)
 """,
 }
 
+
 CRASH = {"ex1_function": "import os\nos._exit(1)\n"}
 
 # No answers at all; every cell that contains "assert" is blanked before it runs.
@@ -263,6 +283,296 @@ def _blank_checks(lines):
 get_ipython().input_transformers_cleanup.append(_blank_checks)
 """}
 
+GRADE_IDS = sorted(PART_CELLS[p][i] for p in PART_CELLS for i in range(len(PART_CELLS[p])))
+
+# --- hostile submissions, one per hole of issue 23 -------------------------------------------------------------
+
+# 1. A blank notebook that makes every cell look successful and prints the old record line of every check.
+FORGED = {"ex1_function": f"""
+from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
+
+ExecutionResult.success = property(lambda self: True)
+_IDS = {GRADE_IDS!r}
+
+
+def _all_passed(self, *args, **kwargs):
+    for _gid in _IDS:
+        print(f"hidden cases passed (hidden checks passed: {{_gid}})")
+
+
+InteractiveShell.showtraceback = _all_passed
+get_ipython().showtraceback = _all_passed.__get__(get_ipython())
+"""}
+
+# 2. Answers that call the grader's own code: `_hidden` from the old hidden-test cells, or the checks' file
+#    wherever it can be found; each falls back to an error (and so scores 0) when the grader is out of reach.
+_GRADER = """
+def _grader():
+    import importlib.util, pathlib, sys
+    if "_hidden" in globals():
+        return globals()["_hidden"]
+    for name in ("normlab_grading.hidden_checks", "hidden_checks", "normlab_hidden_checks"):
+        if name in sys.modules:
+            return sys.modules[name]
+    for folder in (pathlib.Path.cwd(), *pathlib.Path.cwd().parents):
+        path = folder / "normlab_grading" / "hidden_checks.py"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location("_stolen", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    import normlab_grading.hidden_checks as module
+    return module
+"""
+INTERNALS = {
+    "ex2_backward": _GRADER + """
+
+def rmsnorm_backward(dy, x, gamma=None, eps=1e-5):
+    dy, x = np.asarray(dy, dtype=np.float64), np.asarray(x, dtype=np.float64)
+    g = None if gamma is None else list(np.asarray(gamma, dtype=np.float64))
+    flat = _grader()._backward_reference(x.shape, list(x.ravel()), list(dy.ravel()), g, eps)
+    return np.array(flat).reshape(x.shape)
+""",
+    "ex3_layers": _GRADER + """
+
+def layer_magnitudes(x, weights, normalize):
+    return np.array(_grader()._magnitudes(x, weights, normalize))
+
+
+plain = normed = None
+""",
+    "ex4_counts": _GRADER + """
+
+def layer_norm_ops(D):
+    return tuple(_grader().counts("layer", D))
+
+
+def rms_norm_ops(D):
+    return tuple(_grader().counts("rms", D))
+""",
+}
+
+# 3. Counts taken from the callers' stack frames, reached through an exception's traceback: the old hidden
+#    check called the student's function from a module whose globals held the reference counter `_counts`.
+FRAME = {"ex4_counts": """
+def _callers():
+    try:
+        raise ZeroDivisionError
+    except ZeroDivisionError as exc:
+        frame = exc.__traceback__.tb_frame.f_back.f_back
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _borrowed(norm, D):
+    for frame in _callers():
+        for scope in (frame.f_locals, frame.f_globals):
+            for name in ("_counts", "counts"):
+                found = scope.get(name)
+                if callable(found) and getattr(found, "__module__", "") != "__main__":
+                    return tuple(found(norm, D))
+    return (0, 0)
+
+
+def layer_norm_ops(D):
+    return _borrowed("layer", D)
+
+
+def rms_norm_ops(D):
+    return _borrowed("rms", D)
+"""}
+
+
+def intruder(course: Path) -> dict[str, str]:
+    """Correct answers, plus a cell of the student's own that tries to sabotage the class and to read what it
+    should not: it appends to the grader's files and the gradebook, copies other submissions, prints what it
+    found, phones home and forks."""
+    return {"setup": None, "ex1_results": f"""
+import glob, os, pathlib, socket
+
+_COURSE = {str(course)!r}
+_found = []
+for _target in ("../../../normlab_grading/hidden_checks.py", _COURSE + "/normlab_grading/hidden_checks.py",
+                _COURSE + "/normlab_grading/runner.py", _COURSE + "/gradebook.db", "/opt/normlab/runner.py",
+                "/opt/normlab/lib/normlab_core/norms.py", "/opt/normlab/venv/pyvenv.cfg"):
+    try:
+        with open(_target, "a") as _fh:
+            _fh.write("\\nraise SystemExit('sabotaged')\\n")
+        _found.append(f"appended to {{_target}}")
+    except Exception as _exc:
+        _found.append(f"could not append to {{_target}}: {{type(_exc).__name__}}")
+for _target in (_COURSE + "/normlab_grading/hidden_checks.py", "../../../normlab_grading/hidden_checks.py"):
+    try:
+        _found.append(open(_target).read())
+    except Exception as _exc:
+        _found.append(f"could not read {{_target}}: {{type(_exc).__name__}}")
+_found += glob.glob(_COURSE + "/submitted/*/*/*.ipynb") + glob.glob("../../*/*/*.ipynb")
+_found += glob.glob("/home/*") + glob.glob("/work/*") + glob.glob("/root/*") + glob.glob("/tmp/*")
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=2)
+    _found.append("network: connected")
+except OSError as _exc:
+    _found.append(f"network: {{_exc}}")
+_children = 0
+for _ in range(200):
+    try:
+        if os.fork() == 0:
+            import time
+            time.sleep(3)
+            os._exit(0)
+        _children += 1
+    except OSError:
+        break
+_found.append(f"forked {{_children}} processes")
+print("\\n".join(_found))
+
+constant = np.array([5.0, 5.0, 5.0, 5.0])
+with_eps = layer_norm_vector(constant, eps=1e-5)
+with np.errstate(invalid="ignore", divide="ignore"):
+    without_eps = layer_norm_vector(constant, eps=0.0)
+"""}
+
+
+# 5. Output a grader must cut: 50 MB printed, 10 MB written straight to the file descriptor.
+HUGE = {"ex6_experiment": """
+import os
+
+def latent_experiment():
+    pass
+
+
+print("x" * 50_000_000)
+os.write(1, b"y" * 10_000_000)
+"""}
+
+# 5. Warnings (and printed paths) that used to put server paths into a check's feedback.
+WARN = {"ex1_function": """
+import os, sys, warnings
+
+
+def layer_norm_vector(x, eps=1e-5):
+    warnings.warn("layer_norm_vector was called")
+    np.log(-np.ones(1))  # a RuntimeWarning from NumPy's own code
+    x = np.asarray(x, dtype=np.float64)
+    centred = x - np.mean(x)
+    return centred / np.sqrt(np.mean(centred * centred) + eps)
+
+
+print(os.getcwd(), sys.executable, np.__file__, os.path.abspath("."))
+layer_norm_vector([1.0, 2.0])
+"""}
+
+# --- correct answers the old checks marked wrong --------------------------------------------------------------
+
+# NumPy scalars and integers, a list where an array is asked for, a float32 ratio.
+FLOAT64 = {
+    "ex2_check": """
+def gradient_gap(dy, x, gamma, eps):
+    analytic = rmsnorm_backward(dy, x, gamma, eps=eps)
+    numeric = central_difference(lambda v: rms_norm(v, gamma, eps=eps), x, dy, h=1e-6)
+    return np.max(np.abs(analytic - numeric))
+
+
+max_abs_diff = gradient_gap(dy_check, x_check, gamma_check, 1e-5)
+""",
+    "ex3_layers": """
+def layer_magnitudes(x, weights, normalize):
+    h = np.asarray(x, dtype=np.float64)
+    sizes = []
+    for w in weights:
+        h = np.maximum(h @ w, 0.0)
+        if normalize:
+            h = layer_norm(h, eps=1e-5)
+        sizes.append(np.sqrt(np.mean(h * h)))
+    return sizes
+
+
+plain = layer_magnitudes(x_input, weights, normalize=False)
+normed = layer_magnitudes(x_input, weights, normalize=True)
+""",
+    "ex4_counts": """
+def layer_norm_ops(D):
+    D = np.int64(D)
+    return 3 * D + 3, 4 * D - 1
+
+
+def rms_norm_ops(D):
+    D = np.int64(D)
+    return [3 * D + 2, D]
+""",
+    "ex4_ratio": """
+def counted_speedup(D):
+    return np.float32(sum(layer_norm_ops(D)) / sum(rms_norm_ops(D)))
+
+
+speedup_512 = counted_speedup(512)
+""",
+    # a file handed in beside the notebook, read from the working folder as in JupyterLab
+    "ex6_experiment": """
+import os
+
+
+def latent_experiment():
+    pass
+
+
+if os.path.exists("my_notes.txt"):
+    print("my notes:", open("my_notes.txt").read())
+""",
+}
+
+# Means by Python's sum() (rounding differs from np.mean in the last bits), variance by a generator.
+SUM_MEAN = {
+    "ex1_function": """
+def layer_norm_vector(x, eps=1e-5):
+    x = np.asarray(x, dtype=np.float64)
+    mean = sum(x) / len(x)
+    var = sum((v - mean) ** 2 for v in x) / len(x)
+    return (x - mean) / (var + eps) ** 0.5
+""",
+    "ex1_why": """
+def deviations_and_scale(x, eps):
+    x = np.asarray(x, dtype=np.float64)
+    mean = sum(x) / len(x)
+    numerator = x - mean
+    return numerator, (sum(v * v for v in numerator) / len(x) + eps) ** 0.5
+
+
+zero_over_zero = "nan"
+""",
+}
+
+SLOW_SECONDS = 0.2  # per call of rmsnorm_backward; the tests' course allows 3 s per check cell
+SLOW = {"ex2_backward": f"""
+import time
+
+
+def rmsnorm_backward(dy, x, gamma=None, eps=1e-5):
+    time.sleep({SLOW_SECONDS})
+    dy = np.asarray(dy, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    g = dy if gamma is None else dy * np.asarray(gamma, dtype=np.float64)
+    r = np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    unit = x / r
+    return (g - unit * np.mean(g * unit, axis=-1, keepdims=True)) / r
+"""}
+
+
+def deleted_checks(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Correct answers, with check cells deleted, edited and moved, a data cell edited, and an answer cell
+    deleted with its code moved into a cell of the student's own."""
+    nb = nbformat.from_dict(nb)
+    cells = {grade_id(c): c for c in nb.cells if grade_id(c)}
+    cells["test_ex2_backward"].source = "pass  # the check is gone"
+    cells["ex2_data"].source = cells["ex2_data"].source.replace("default_rng(2310)", "default_rng(1)")
+    cells["ex1_why"].metadata.pop("nbgrader")
+    moved = cells["test_ex3_hidden"]
+    nb.cells = [c for c in nb.cells if grade_id(c) not in ("test_ex1_function", "test_ex4_speedup",
+                                                          "test_ex3_hidden")]
+    nb.cells.insert(2, moved)
+    return nb
+
 
 def lost_cells(parts) -> set[str]:
     out = set()
@@ -272,7 +582,7 @@ def lost_cells(parts) -> set[str]:
     return out
 
 
-def submissions(source, released) -> dict[str, nbformat.NotebookNode]:
+def submissions(source, released, course: Path | None = None) -> dict[str, nbformat.NotebookNode]:
     """Every simulated submission, by student id."""
     ref = solutions(source)
     subs = {"reference": replaced(released, ref), "blank": nbformat.from_dict(released)}
@@ -283,6 +593,18 @@ def submissions(source, released) -> dict[str, nbformat.NotebookNode]:
     subs["alwaysequal"] = replaced(released, {**ref, **ALWAYS_EQUAL})
     subs["transformer"] = replaced(released, TRANSFORMER)
     subs["crash"] = replaced(released, {**ref, **CRASH})
+    subs["forged"] = replaced(released, FORGED)
+    subs["internals"] = replaced(released, {**ref, **INTERNALS})
+    subs["frame"] = replaced(released, {**ref, **FRAME})
+    if course is not None:
+        extra = intruder(course)
+        subs["intruder"] = replaced(released, {**ref, **{k: v for k, v in extra.items() if v}})
+    subs["huge"] = replaced(released, {**ref, **HUGE})
+    subs["warn"] = replaced(released, {**ref, **WARN})
+    subs["float64"] = replaced(released, {**ref, **FLOAT64})
+    subs["summean"] = replaced(released, {**ref, **SUM_MEAN})
+    subs["slow"] = replaced(released, {**ref, **SLOW})
+    subs["deleted"] = deleted_checks(replaced(released, ref))
     return subs
 
 
@@ -294,32 +616,163 @@ EXPECTED_LOST = {
     "delegating": {c for p in ("1a", "2a", "2b", "4a") for c in PART_CELLS[p]},
     "patched": lost_cells(("1a", "2a")),
     "alwaysequal": lost_cells(("4a", "4b")),
+    "blank": set(GRADE_IDS), "transformer": set(GRADE_IDS), "forged": set(GRADE_IDS),
+    "internals": lost_cells(("2a", "3", "4a")),
+    "frame": lost_cells(("4a",)),
+    "intruder": set(), "huge": set(), "warn": set(), "float64": set(), "summean": set(), "deleted": set(),
+    "slow": {"test_ex2_hidden"},  # 27 calls of 0.2 s do not fit in the check cell's 3 s; 8 calls (2(a)) do
 }
+FAILED = {"crash": "kernel died"}
 
 
-# --- one release per test session, copied for each test module that grades --------------------------------
-CELL_TIMEOUT = 10  # seconds per cell while autograding in the tests (the course itself uses 30)
-_RELEASED: dict[str, Path] = {}
+# --- the checks in this process ---------------------------------------------------------------------------
+
+def namespace(replace: dict[str, str] | None = None, source=None) -> dict:
+    """The globals of a notebook run with the reference answers (and some replaced), without its check cells
+    and without the optional timing."""
+    source = source or nbformat.read(SOURCE, as_version=4)
+    answers = {**solutions(source), **(replace or {})}
+    ns = {"__name__": "__main__"}
+    for cell in source.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        check = meta.get("grade") and not meta.get("solution")
+        if cell.cell_type != "code" or check or meta.get("grade_id") in NOT_RUN:
+            continue
+        code = answers.get(meta.get("grade_id"), cell.source)
+        with np.errstate(all="ignore"), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                exec(compile(code, f"<cell {meta.get('grade_id')}>", "exec"), ns)  # noqa: S102
+            except Exception:  # noqa: BLE001, S110 - as in a graded notebook, a failing cell does not stop the rest
+                pass
+    return ns
 
 
-def released_course(dest: Path) -> tuple[Path, nbformat.NotebookNode, nbformat.NotebookNode]:
+def context(seed: int | None = None, source=None) -> hidden_checks.Context:
+    release = json.loads(nbformat.writes(source or nbformat.read(SOURCE, as_version=4)))
+    from normlab_grading.grade import visible_data
+
+    return hidden_checks.Context(seed=hidden_checks.COURSE_SEED if seed is None else seed,
+                                 data=visible_data(release))
+
+
+def judge_namespace(ns: dict, ctx: hidden_checks.Context, grade_ids=None, budget: float = 30.0,
+                    via_json: bool = True) -> dict:
+    """{grade id: Verdict}: the calls made on `ns` as the sandbox makes them, the records passed through JSON
+    (unless via_json is False), and judged as the grader judges them."""
+    plans = hidden_checks.plans(ctx, grade_ids or GRADE_IDS)
+    records: dict = {}
+    request = hidden_checks.request(plans, budget)
+
+    def keep(record):
+        records[record["group"]] = json.loads(json.dumps(record)) if via_json else record
+
+    runner.run_groups(ns, json.loads(json.dumps(request)) if via_json else request, np, send=keep)
+    return {gid: hidden_checks.judge(plan, records.get(gid), budget) for gid, plan in plans.items()}
+
+
+def failing(verdicts: dict) -> set[str]:
+    return {gid for gid, v in verdicts.items() if not v.passed}
+
+
+# --- one release per test run, shared by the test processes ------------------------------------------------
+TEST_LIMITS = """
+# (added by the tests) shorter limits, so that the slow and stuck submissions cost seconds, not minutes
+c.Execute.timeout = 10
+c.NormlabGrading.cell_seconds = 10
+c.NormlabGrading.check_seconds = 3
+c.NormlabGrading.grace_seconds = 3
+c.NormlabGrading.processes = 16
+"""
+
+
+def _release_key() -> str:
+    h = hashlib.sha256(TEST_LIMITS.encode())
+    for path in sorted([SOURCE, COURSE / "nbgrader_config.py", *(COURSE / "normlab_grading").glob("*.py")]):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def released_course(dest: Path, tmp_root: Path) -> tuple[Path, nbformat.NotebookNode, nbformat.NotebookNode]:
     """A copy at dest of the course after `nbgrader generate_assignment chapter23` (release and gradebook).
 
-    The release is made once per session (in the first caller's folder's parent) and copied afterwards.
-    """
-    import shutil
-
-    if "root" not in _RELEASED:
-        first = dest.parent / "released-course"
-        mx.copy_course(first)
-        with open(first / "nbgrader_config.py", "a") as fh:
-            fh.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
-        mx.release(first)
-        _RELEASED["root"] = first
-    shutil.copytree(_RELEASED["root"], dest)
+    The release is made once (under a lock, in tmp_root: the folder shared by all the test processes of a
+    run) for the current sources, and copied afterwards."""
+    tmp_root.mkdir(parents=True, exist_ok=True)
+    master = tmp_root / f"normlab-release-{_release_key()}"
+    with open(tmp_root / "normlab-release.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (master / "release" / mx.ASSIGNMENT / mx.NOTEBOOK).is_file():
+            building = tmp_root / f"{master.name}.building"
+            shutil.rmtree(building, ignore_errors=True)
+            mx.copy_course(building)
+            with open(building / "nbgrader_config.py", "a") as fh:
+                fh.write(TEST_LIMITS)
+            nbgrader_here(building, "generate_assignment", mx.ASSIGNMENT, "--force")
+            building.rename(master)
+    shutil.copytree(master, dest, symlinks=True)
     source = nbformat.read(SOURCE, as_version=4)
     released = nbformat.read(dest / "release" / mx.ASSIGNMENT / mx.NOTEBOOK, as_version=4)
     return dest, source, released
+
+
+def nbgrader_here(cwd: Path, command: str, *args) -> str:
+    """`nbgrader <command> <args>` run from cwd in this process (nbgrader's own application, without the
+    seconds a new process spends importing it); returns its log, raises if it fails."""
+    import logging
+    import os
+
+    from nbgrader import apps
+    from traitlets.config.configurable import SingletonConfigurable
+
+    app_class = {"generate_assignment": apps.GenerateAssignmentApp, "zip_collect": apps.ZipCollectApp,
+                 "release_assignment": apps.ReleaseAssignmentApp, "fetch_assignment": apps.FetchAssignmentApp,
+                 "submit": apps.SubmitApp, "collect": apps.CollectApp, "release_feedback": apps.ReleaseFeedbackApp,
+                 "fetch_feedback": apps.FetchFeedbackApp}[command]
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    log = io.StringIO()
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        app = app_class()
+        app.initialize(list(args))
+        app.log.addHandler(logging.StreamHandler(log))
+        try:
+            app.start()
+        except SystemExit as exc:
+            if exc.code:
+                raise NbgraderFailed(exc.code, log.getvalue()) from None
+    finally:
+        os.chdir(before)
+
+        def forget(cls):
+            for sub in cls.__subclasses__():
+                forget(sub)
+            if getattr(cls, "_instance", None) is not None:
+                cls.clear_instance()
+
+        forget(SingletonConfigurable)
+    return log.getvalue()
+
+
+class NbgraderFailed(RuntimeError):
+    def __init__(self, code, log):
+        super().__init__(f"nbgrader exited with {code}:\n{log}")
+        self.code, self.log = code, log
+
+
+def shared_tmp(tmp_path_factory) -> Path:
+    """The folder that every xdist worker of this test run shares (the parent of each worker's base temp)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if base.name.startswith("popen-gw") else base
+
+
+def tree_digest(folder: Path) -> str:
+    """A digest of every file under folder (paths and contents), to show nothing was changed."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(folder)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def cell_scores(course: Path, student: str) -> dict[str, tuple[float, float]]:
@@ -329,3 +782,6 @@ def cell_scores(course: Path, student: str) -> dict[str, tuple[float, float]]:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="normlab") as gb:
         nb = gb.find_submission_notebook(Path(mx.NOTEBOOK).stem, mx.ASSIGNMENT, student)
         return {g.name: (g.score, g.max_score) for g in nb.grades}
+
+
+__all__ = ["sandbox", "structure"]

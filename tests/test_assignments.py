@@ -1,7 +1,9 @@
-"""The nbgrader course of section 23.10: what the release and the book's copy contain, and the course tools.
+"""The nbgrader course of section 23.10: what the release and the book's copy contain, its visible checks, and
+the course tools (partial assignments, zip_collect, the review scan, the feedback filter).
 
-Grading is tested in test_grading_pipeline.py (simulated submissions) and test_grading_exchange.py (a class
-through nbgrader's exchange).
+Grading is tested in test_grading_judge.py (the checks' logic), test_grading_sandbox.py (the sandbox),
+test_grading_pipeline.py (simulated submissions, end to end) and test_grading_exchange.py (a class through
+nbgrader's exchange).
 """
 
 from __future__ import annotations
@@ -13,8 +15,20 @@ import re
 import sys
 
 import nbformat
+import numpy as np
 import pytest
-from grading_support import ROOT, SOURCE, mx, released_course
+from grading_support import (
+    PART_CELLS,
+    ROOT,
+    SOURCE,
+    WRONG,
+    NbgraderFailed,
+    mx,
+    namespace,
+    nbgrader_here,
+    released_course,
+    shared_tmp,
+)
 
 STORED = ROOT / "notebooks" / "10_exercises.ipynb"
 REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
@@ -24,19 +38,20 @@ from normlab_grading import feedback, review  # noqa: E402
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    return released_course(tmp_path_factory.mktemp("release") / "course")
+    return released_course(tmp_path_factory.mktemp("release") / "course", shared_tmp(tmp_path_factory))
 
 
 def test_release_has_no_solution_or_hidden_test(course):
     _, source, released = course
     text = "\n".join(c.source for c in released.cells)
-    for marker in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "Rubric", "Model answer", "hidden_checks"):
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "Rubric", "Model answer", "hidden_checks",
+                   "normlab_grading", "COURSE_SEED"):
         assert marker not in text
     outside = "\n".join(REGION.sub("", c.source) for c in source.cells)
     released_lines = {line.strip() for line in text.split("\n")}
     secret = [line.strip() for c in source.cells for _, body in REGION.findall(c.source)
               for line in body.split("\n") if len(line.strip()) > 12 and line.strip() not in outside]
-    assert len(secret) > 60  # the regions are substantial, so this check has something to find
+    assert len(secret) > 40  # the regions are substantial, so this check has something to find
     assert [line for line in secret if line in released_lines] == []
 
 
@@ -134,7 +149,15 @@ def test_only_rejects_unknown_exercises(tmp_path, monkeypatch):
 
 # --- zip_collect with the configured file-name pattern -----------------------------------------------------
 
-def test_zip_collect_files_submissions_by_student(course, tmp_path):
+def zip_collect(root, *args):
+    """`nbgrader zip_collect chapter23` in root, in this process: (exit status, log)."""
+    try:
+        return 0, nbgrader_here(root, "zip_collect", mx.ASSIGNMENT, *args)
+    except NbgraderFailed as exc:
+        return exc.code, exc.log
+
+
+def test_zip_collect_files_submissions_by_student_and_stops_at_a_nameless_file(course, tmp_path):
     import shutil
     import zipfile
 
@@ -146,10 +169,51 @@ def test_zip_collect_files_submissions_by_student(course, tmp_path):
     with zipfile.ZipFile(archive / "from_the_platform.zip", "w") as zf:
         zf.writestr("carol_exercises.ipynb", released)
         zf.writestr("week 3/dave_exercises.ipynb", released)
-    proc = mx.nbgrader(root, "zip_collect", mx.ASSIGNMENT)
-    assert proc.returncode == 0
-    for student in ("carol", "dave"):
+        zf.writestr("erin_exercises (1).ipynb", released)
+        zf.writestr("frank_exercises-2.ipynb", released)
+    status, log = zip_collect(root)
+    assert status == 0, log
+    for student in ("carol", "dave", "erin", "frank"):
         assert (root / "submitted" / student / mx.ASSIGNMENT / mx.NOTEBOOK).read_bytes() == released
+    shutil.rmtree(root / "submitted")
+    (archive / "exercises.ipynb").write_bytes(released)  # whose?
+    status, log = zip_collect(root, "--force")
+    assert status == 1 and "cannot tell whose notebook 'exercises.ipynb' is" in log, log
+
+
+# --- the visible checks, as a learner runs them in JupyterLab ----------------------------------------------
+
+def check_cells(source) -> dict:
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+            if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+
+
+def run_check(ns: dict, code: str):
+    """The AssertionError (or other error) a check cell raises in a learner's kernel, or None."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), np.errstate(all="ignore"):
+            exec(compile(code, "<check>", "exec"), ns)  # noqa: S102
+    except Exception as exc:  # noqa: BLE001
+        return exc
+    return None
+
+
+def test_visible_checks_pass_the_reference():
+    source = nbformat.read(SOURCE, as_version=4)
+    ns = namespace(source=source)
+    assert {gid: run_check(ns, code) for gid, code in check_cells(source).items()} == dict.fromkeys(
+        check_cells(source))
+
+
+@pytest.mark.parametrize("part", sorted(WRONG))
+def test_each_plausible_mistake_fails_its_visible_check_with_a_message_that_names_it(part):
+    source = nbformat.read(SOURCE, as_version=4)
+    cell, code = WRONG[part]
+    ns = namespace({cell: code}, source=source)
+    label = "3:" if part == "3" else f"{part[0]}({part[1]}):"
+    errors = {gid: run_check(ns, check_cells(source)[gid]) for gid in PART_CELLS[part]}
+    named = [e for e in errors.values() if isinstance(e, AssertionError) and str(e).startswith(label)]
+    assert named, errors
 
 
 # --- the review scan and the feedback filter, on their own ---------------------------------------------------
@@ -181,3 +245,15 @@ def test_make_exercises_only_is_a_command(capsys):
     with pytest.raises(SystemExit):
         mx.main(["--only", "1"])
     assert "--only and --name go together" in capsys.readouterr().err
+
+
+def test_the_visible_numbers_of_exercise_3_are_what_the_grader_computes():
+    # The check cell of exercise 3 holds exact magnitudes; `python -m normlab_grading.hidden_checks` prints them
+    # for the data cell as it is (an instructor who changes the data pastes the new ones in).
+    from normlab_grading import hidden_checks
+
+    source = nbformat.read(SOURCE, as_version=4)
+    cell = next(c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_ex3_visible")
+    for name, values in hidden_checks.visible_values(SOURCE).items():
+        shown = re.search(rf'"{name}": \((?:plain|normed), \[([^\]]*)\]', cell.source).group(1)
+        assert [float(v) for v in shown.split(",")] == [float(f"{v:.10g}") for v in values], name

@@ -44,3 +44,17 @@ def test_light_images_moves_data_uris_to_files_and_marks_figures_lazy(tmp_path):
     assert "'<img>'" in text  # markup inside scripts without a src is left alone
     assert finish_site.light_images(tmp_path) == (0, 0)
     assert page.read_text(encoding="utf-8") == text
+
+
+def test_slim_own_assets_strips_comments_and_keeps_the_code(tmp_path):
+    static = tmp_path / "_static"
+    static.mkdir()
+    (static / "normlab-book.js").write_text(
+        '/* header\n * comment */\n(function () {\n  // a comment line\n  var url = "http://x"; // kept: after code\n'
+        '  return 1;\n})();\n', encoding="utf-8")
+    (static / "normlab-book.css").write_text("/* a rule */\n.a { content: \"x\"; }\n", encoding="utf-8")
+    saved = finish_site.slim_own_assets(tmp_path)
+    js = (static / "normlab-book.js").read_text(encoding="utf-8")
+    assert js == '(function () {\n  var url = "http://x"; // kept: after code\n  return 1;\n})();\n'
+    assert (static / "normlab-book.css").read_text(encoding="utf-8") == '.a { content: "x"; }\n'
+    assert saved > 30 and finish_site.slim_own_assets(tmp_path) == 0

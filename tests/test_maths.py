@@ -1265,3 +1265,9 @@ def test_a_sublayer_that_changes_the_shape_is_named():
 def test_count_ops_checks_its_length(d, err):
     with pytest.raises(err, match="d must be"):
         count_ops("layer_norm", d)
+
+
+@pytest.mark.parametrize("lo,hi", [("a", 2.0), (1.0, None), (float("nan"), 1.0), (True, 2.0)])
+def test_levels_between_names_its_bounds(lo, hi):
+    with pytest.raises(TypeError, match="levels_between needs finite real numbers for lo and hi"):
+        levels_between(lo, hi, "float16")

@@ -207,6 +207,7 @@ def test_page_on_a_laptop(reader, site, page_path):
     if page_path == "book/intro":
         problems += search_box_problems(r.page)
     problems += fit_problems(r.page, DESKTOP["width"], DESKTOP["height"])
+    problems += line_break_problems(r.page)
     shot(r.page, "1280x900", page_path, copy=page_path.replace("/", "__") + ".png")
     tabs = None
     if r.page.locator(CONTROL).count():
@@ -224,6 +225,7 @@ def test_page_on_a_laptop(reader, site, page_path):
     if page_path in EXPLORABLE_PAGES:
         check_combinations(r, page_path)
     problems += interactions(r, page_path, phone=False)
+    problems += print_problems(r, page_path)
     problems += r.all_problems
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
 
@@ -295,6 +297,8 @@ def test_page_on_a_phone(reader, page_path):
     if state["scrollWidth"] > state["clientWidth"] or state["wide"]:
         problems.append(f"page is {state['scrollWidth']} px wide on a {state['clientWidth']} px screen; "
                         f"{state['count']} element(s) stick out: {state['wide']}")
+    problems += line_break_problems(r.page)
+    problems += back_to_top_problems(r.page)
     if page_path == "book/intro":
         problems += search_box_problems(r.page)
     problems += interactions(r, page_path, phone=True)
@@ -443,20 +447,6 @@ def _search_results(page) -> list[str]:
                          ".map(li => li.innerText)")
 
 
-def test_search_snippets_show_no_tex(reader):
-    """'variance' is on pages whose paragraphs carry maths: its snippets must read as text."""
-    r = reader("search", )
-    r.page.goto(r.server.base + "search.html?q=variance")
-    results = _search_results(r.page)
-    assert len(results) >= 3, f"searching 'variance' found too little: {results}"
-    snippets = r.page.evaluate("() => Array.from(document.querySelectorAll('#search-results li p.context'))"
-                               ".map(p => p.textContent)")
-    assert snippets, "search results have no snippets over http"
-    bad = [h for s in snippets for h in raw_tex_hits(s)]
-    assert not bad, f"TeX source in search snippets: {bad[:6]}"
-    assert not r.problems, "\n".join(r.problems)
-
-
 def test_file_url_reading_and_search_work_without_errors(browser, site):
     context = browser.new_context(viewport=DESKTOP)
     page = context.new_page()
@@ -501,6 +491,9 @@ CONTRAST = """() => {
     'links': 'article a, article a *',
     'captions': 'article figcaption, article .caption, article caption',
     'readouts': '.normlab-explorable .nl-readouts, .normlab-explorable .nl-readouts *, .normlab-explorable output',
+    'explorable labels': '.normlab-explorable .nl-title, .normlab-explorable .nl-title *, '
+                       + '.normlab-explorable .nl-name, .normlab-explorable .nl-try, '
+                       + '.normlab-explorable .nl-presets button',
     'footer': '.bd-footer-content p, .bd-footer-content a, footer p, footer a',
   };
   const out = [];
@@ -546,7 +539,33 @@ def test_text_contrast_in_dark_mode(reader, page_path):
     mode (light mode is checked on every page by test_page_on_a_laptop)."""
     r = reader(page_path, dark=True)
     problems = contrast_problems(r.page, page_path, "dark")
+    problems += dark_panel_problems(r.page, page_path)
     assert not problems, "\n".join(problems)
+
+
+DARK_PANEL = """() => Array.from(document.querySelectorAll('.normlab-explorable')).map(root => {
+  // the colour behind the explorable's panel: the first ancestor (or itself) with a background
+  for (let el = root; el; el = el.parentElement) {
+    const m = getComputedStyle(el).backgroundColor.match(/rgba?\\(([^)]+)\\)/);
+    const v = m ? m[1].split(/[ ,/]+/).filter(Boolean).map(Number) : null;
+    if (v && (v.length < 4 || v[3] > 0.5)) return {name: root.dataset.explorable, rgb: v.slice(0, 3)};
+  }
+  return {name: root.dataset.explorable, rgb: null};
+})"""
+
+
+def dark_panel_problems(page, page_path: str) -> list[str]:
+    """In dark mode an explorable's panel is dark like the page (it was a light grey block); a screenshot of
+    the first one goes to _build/screenshots/<size>/<page>__dark-explorable.png."""
+    panels = page.evaluate(DARK_PANEL)
+    light = [p for p in panels if p["rgb"] and sum(p["rgb"]) / 3 > 110]
+    if panels:
+        folder = SCREENSHOTS / "1280x900"
+        folder.mkdir(parents=True, exist_ok=True)
+        page.evaluate(LOAD_LAZY_IMAGES)
+        page.locator(".normlab-explorable").first.screenshot(
+            path=str(folder / (page_path.replace("/", "__") + "__dark-explorable.png")))
+    return [f"{page_path} (dark): explorable panel on a light background: {light}"] if light else []
 
 
 def contrast_scan_catches_low_contrast(r, phone: bool = False) -> None:
@@ -641,10 +660,235 @@ def test_footer_states_the_licences(site):
         assert "MIT" in footer, f"{page_path}: footer does not state the MIT licence for the code"
 
 
+# -- lines of code and printed output stay whole (issue 22) --------------------------------------------
+LINE_BREAKS = """(print) => {
+  // Boxes of code and printed output (and cells of the tables a cell prints) laid out on more lines than
+  // their text has: a line broke. On screen no line may break (the box scrolls sideways instead); in print
+  // a line wider than the page may wrap, but only at a space, never inside a token.
+  const found = [];
+  const boxes = document.querySelectorAll('article pre, article .cell_output table td, article .cell_output table th');
+  for (const el of boxes) {
+    if (el.closest('.normlab-explorable') || !el.checkVisibility()) continue;
+    const text = el.textContent.replace(/\\n+$/, '');
+    if (!text.trim()) continue;
+    const range = document.createRange(); range.selectNodeContents(el);
+    const s = getComputedStyle(el);
+    const lh = parseFloat(s.lineHeight) || 1.2 * parseFloat(s.fontSize);
+    const tops = Array.from(range.getClientRects()).filter(r => r.width > 0 && r.height > 0)
+      .map(r => r.top).sort((a, b) => a - b);
+    let shown = 0, last = -1e9;
+    for (const t of tops) { if (t - last > lh / 2) { shown++; last = t; } }
+    const lines = text.split('\\n').filter(l => l.trim()).length;
+    if (shown <= text.split('\\n').length) continue;
+    const cell = el.closest('.cell');
+    const where = cell ? 'cell ' + Array.from(document.querySelectorAll('article .cell')).indexOf(cell)
+                       : el.tagName.toLowerCase();
+    if (!print) {
+      found.push(`${where}: ${lines} lines of text shown on ${shown} lines: "${text.slice(0, 60)}"`);
+      continue;
+    }
+    // print: look for a token (a run of characters without a space) laid out across two lines; each run of a
+    // text node is measured at once, and where a run goes on in the next text node, its last and first characters
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let broken = null, prevEnd = null;  // prevEnd: top of the last character of the previous node, if not a space
+    const probe = document.createRange();
+    const top = (n, from, to) => { probe.setStart(n, from); probe.setEnd(n, to);
+      const rects = Array.from(probe.getClientRects()).filter(x => x.width > 0);
+      return rects.length ? [rects[0].top, rects[rects.length - 1].top] : null; };
+    for (let n = walker.nextNode(); n && !broken; n = walker.nextNode()) {
+      const data = n.data;
+      for (const m of data.matchAll(/\\S+/g)) {
+        const t = top(n, m.index, m.index + m[0].length);
+        if (!t) continue;
+        if (t[1] - t[0] > lh / 2) broken = m[0];
+        if (m.index === 0 && prevEnd !== null && t[0] - prevEnd > lh / 2) broken = '…⏎' + m[0];
+      }
+      const last = data.length && !/\\s/.test(data[data.length - 1]) ? top(n, data.length - 1, data.length) : null;
+      prevEnd = last ? last[0] : null;
+    }
+    if (broken) found.push(`${where}: a token breaks across lines in print: "${broken}"`);
+  }
+  return found;
+}"""
+
+
+def line_break_problems(page, printing: bool = False) -> list[str]:
+    found = page.evaluate(LINE_BREAKS, printing)
+    return [f"{'print' if printing else 'screen'}: a line of code or printed output breaks: {f}" for f in found[:6]]
+
+
+def line_break_scan_catches_a_wrapped_line(r, phone: bool = False) -> None:
+    """The scan itself (23.3 open in `r`, run by test_page_on_a_laptop after its checks): a printed table made to
+    wrap, as the theme's pre-wrap did, is reported, and so is (by the print scan) a token it breaks."""
+    r.page.evaluate("""() => { const pre = document.querySelector('article .cell_output pre');
+      pre.style.whiteSpace = 'pre-wrap'; pre.style.wordBreak = 'break-all'; pre.style.width = '220px'; }""")
+    found = r.page.evaluate(LINE_BREAKS, False)
+    assert found, "a printed table squeezed to 220 px with pre-wrap was not reported"
+    found = r.page.evaluate(LINE_BREAKS, True)
+    assert found and "token breaks" in found[0], f"a token broken by break-all was not reported in print: {found}"
+    r.page.evaluate("() => { const pre = document.querySelector('article .cell_output pre'); pre.style.cssText = ''; }")
+
+
+# -- print (issue 22): what a printed page shows -----------------------------------------------------------
+A4_CONTENT = {"width": 688, "height": 1005}  # CSS px inside the print margins of normlab-book.css (A4, 15/14/16 mm)
+
+PRINT_STATE = """() => {
+  const visible = sel => Array.from(document.querySelectorAll(sel)).filter(el => el.checkVisibility())
+    .map(el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + '.' + String(el.className).split(' ')[0]);
+  const furniture = visible('.bd-sidebar-primary, .bd-sidebar-secondary, .bd-header-article, #pst-back-to-top, '
+    + '.prev-next-area, .search-button, .theme-switch-button, button, input, select, .nl-presets, dialog');
+  const explorables = Array.from(document.querySelectorAll('.normlab-explorable')).map(root => {
+    const img = root.querySelector('img.nl-frame');
+    return {name: root.dataset.explorable, height: root.getBoundingClientRect().height,
+            frame: !!img && img.checkVisibility() && img.getBoundingClientRect().width > 200,
+            readouts: !!root.querySelector('.nl-current') && root.querySelector('.nl-current').checkVisibility()
+                      && root.querySelector('.nl-current').innerText.trim().length > 0,
+            values: root.querySelector('.nl-controls')
+              ? (getComputedStyle(root.querySelector('.nl-controls'), '::before').content.replace(/"/g, '') + ' '
+                 + root.querySelector('.nl-controls').innerText).replace(/\\s+/g, ' ').trim() : ''};
+  });
+  const figures = Array.from(document.querySelectorAll('article figure')).map(f => f.getBoundingClientRect().height);
+  const colour = getComputedStyle(document.querySelector('article p') || document.body).color;
+  return {furniture, explorables, figures, colour, theme: document.documentElement.dataset.theme};
+}"""
+
+
+def print_problems(r, page_path: str) -> list[str]:
+    """The page laid out for print at the width of an A4 page's text (after the page test's other checks):
+    no sidebar, header button, control or preset button shows; every explorable shows its frame, readouts
+    and the values its controls are at, and fits on one page, as does every figure with its caption; no
+    token of code or printed output breaks across lines."""
+    p = r.page
+    p.set_viewport_size(A4_CONTENT)
+    p.emulate_media(media="print")
+    p.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
+    try:
+        state = p.evaluate(PRINT_STATE)
+        problems = []
+        if state["furniture"]:
+            problems.append(f"print: screen furniture is printed: {state['furniture'][:6]}")
+        for e in state["explorables"]:
+            if not (e["frame"] and e["readouts"]):
+                problems.append(f"print: explorable {e['name']} prints without its frame or readouts: {e}")
+            if not e["values"].startswith("Shown at:") or len(e["values"]) < 12:
+                problems.append(f"print: explorable {e['name']} does not say what its controls are at: {e['values']!r}")
+            if e["height"] > A4_CONTENT["height"]:
+                problems.append(f"print: explorable {e['name']} is {e['height']:.0f} px tall, more than a page "
+                                f"({A4_CONTENT['height']} px): its frame and readouts would part")
+        for h in state["figures"]:
+            if h > A4_CONTENT["height"]:
+                problems.append(f"print: a figure with its caption is {h:.0f} px tall, more than a page")
+        problems += line_break_problems(p, printing=True)
+        return [f"{page_path}: {x}" for x in problems]
+    finally:
+        p.evaluate("() => window.dispatchEvent(new Event('afterprint'))")
+        p.emulate_media(media="screen")
+
+
+# -- phone: the back-to-top button (issue 22) --------------------------------------------------------------
+BACK_TO_TOP = """async () => {
+  // scroll down the page, then back up a little: the theme shows its floating button then
+  window.scrollTo(0, document.documentElement.scrollHeight);
+  await new Promise(r => setTimeout(r, 100));
+  window.scrollBy(0, -500);
+  await new Promise(r => setTimeout(r, 250));
+  const floating = document.getElementById('pst-back-to-top');
+  const link = document.getElementById('nl-back-to-top');
+  const covers = [];
+  if (floating && floating.checkVisibility()) {
+    const b = floating.getBoundingClientRect();
+    const texts = 'article p, article li, article td, article th, article pre, .nl-readouts, article img';
+    for (const el of document.querySelectorAll(texts)) {
+      const r = el.getBoundingClientRect();
+      if (r.right > b.left && r.left < b.right && r.bottom > b.top && r.top < b.bottom && el.checkVisibility())
+        covers.push(el.tagName.toLowerCase() + '.' + el.className + ' "' + el.textContent.trim().slice(0, 30) + '"');
+    }
+  }
+  const inFlow = !!link && getComputedStyle(link.parentElement).position === 'static' && link.checkVisibility();
+  window.scrollTo(0, 0);
+  return {floating: !!floating && floating.checkVisibility(), covers: covers.slice(0, 4), inFlow};
+}"""
+
+
+def back_to_top_problems(page) -> list[str]:
+    state = page.evaluate(BACK_TO_TOP)
+    problems = []
+    if state["covers"]:
+        problems.append(f"the floating 'Back to top' button covers {state['covers']}")
+    if not state["inFlow"]:
+        problems.append("no 'Back to top' link at the end of the page")
+    return problems
+
+
+# -- search (issue 22) -------------------------------------------------------------------------------------
+def _run_search(page, query: str) -> list[dict]:
+    page.evaluate("q => { document.getElementById('search-results').innerHTML = ''; Search.performSearch(q); }", query)
+    page.wait_for_function("() => /Search finished|did not match/i.test((document.getElementById('search-results') "
+                           "|| {}).textContent || '')", timeout=20000)
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('#search-results li')).every(li => "
+                           "li.querySelector('p.context'))", timeout=20000)
+    return page.evaluate("() => Array.from(document.querySelectorAll('#search-results li')).map(li => ({"
+                         "href: li.querySelector('a').getAttribute('href'), title: li.querySelector('a').innerText,"
+                         "snippet: (li.querySelector('p.context') || {}).textContent || ''}))")
+
+
+SEARCH_ICON = """() => {
+  const form = document.querySelector('.bd-search-container form.bd-search');
+  const icon = form.querySelector('.fa-magnifying-glass'), input = form.querySelector('input');
+  const i = icon.getBoundingClientRect(), r = input.getBoundingClientRect();
+  const textStart = r.left + parseFloat(getComputedStyle(input).paddingLeft);
+  return {iconRight: i.right, iconWidth: i.width, textStart};
+}"""
+
+
+def test_search(reader):
+    """Search as a reader uses it, on one load of search.html (each query typed into the same page):
+    - every result has a snippet, and no snippet shows TeX source ('variance' is on pages whose paragraphs
+      carry maths);
+    - 'RMSNorm' lists section 23.5 first, 'LayerNorm' section 23.4 (the sections those terms name);
+    - 'epsilon': every snippet shows the word or its symbol ε (23.1 and 23.2 had empty snippets);
+    - maths keeps its symbols: the snippet for 'shortfall' reads x̂ (with its hat) and √;
+    - the magnifier sits before the text typed, not over its first letter."""
+    r = reader("search")
+    r.page.goto(r.server.base + "search.html")
+    r.page.wait_for_function("() => typeof Search !== 'undefined' && Search.hasIndex && Search.hasIndex()")
+    icon = r.page.evaluate(SEARCH_ICON)
+    assert icon["iconWidth"] > 0 and icon["iconRight"] <= icon["textStart"] + 0.5, \
+        f"the search icon overlaps the text typed: {icon}"
+    problems = []
+    for query in ["variance", "RMSNorm", "LayerNorm", "epsilon", "shortfall"]:
+        results = _run_search(r.page, query)
+        if len(results) < (1 if query == "shortfall" else 3):
+            problems.append(f"{query!r}: too few results: {results}")
+            continue
+        empty = [x["title"] for x in results if len(x["snippet"].strip()) < 40]
+        if empty:
+            problems.append(f"{query!r}: results without a snippet: {empty}")
+        tex = [h for x in results for h in raw_tex_hits(x["snippet"])]
+        if tex:
+            problems.append(f"{query!r}: TeX source in snippets: {tex[:4]}")
+        first = results[0]["href"]
+        if query == "RMSNorm" and not first.startswith("notebooks/05_rms_norm"):
+            problems.append(f"'RMSNorm' lists {first} first, not 23.5 RMSNorm: {[x['title'] for x in results[:4]]}")
+        if query == "LayerNorm" and not first.startswith("notebooks/04_layer_norm"):
+            problems.append(f"'LayerNorm' lists {first} first, not 23.4: {[x['title'] for x in results[:4]]}")
+        if query == "epsilon":
+            missing = [x["title"] for x in results if not re.search("epsilon|ε", x["snippet"], re.I)]
+            if missing:
+                problems.append(f"'epsilon': snippets that show neither the word nor ε: {missing}")
+        if query == "shortfall" and not any("x\u0302" in x["snippet"] and "√" in x["snippet"] for x in results):
+            problems.append(f"'shortfall': no snippet shows x̂ and √: {[x['snippet'] for x in results]}")
+    shot(r.page, "1280x900", "search", "__shortfall")
+    problems += r.all_problems
+    assert not problems, "\n".join(problems)
+
+
 # Checks that interact with a page, run at the end of the page tests on their load: {phone: {page: checks}}.
 INTERACTIONS = {
     False: {"notebooks/04_layer_norm": [sidebar_toggle_opens_and_closes_the_toc],
-            "book/intro": [contrast_scan_catches_low_contrast]},
+            "book/intro": [contrast_scan_catches_low_contrast],
+            "notebooks/03_mean_and_variance": [line_break_scan_catches_a_wrapped_line]},
     True: {"notebooks/04_layer_norm": [tapping_a_figure_on_a_phone_shows_it_at_full_size,
                                        sidebar_toggle_opens_and_closes_the_toc],
            "notebooks/08_backward": [phone_page_contents_toggle_opens]},

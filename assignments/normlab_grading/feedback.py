@@ -1,13 +1,14 @@
-"""What students see in their feedback: scores, their code and outputs, and the messages of failed checks.
+"""What students see in their feedback: scores, their code and outputs, and the verdict of every check cell.
 
-`nbgrader generate_feedback` renders the autograded notebook, in which nbgrader has put the hidden tests back
-into the check cells. This preprocessor (configured in `nbgrader_config.py`) runs before the HTML is written and
-removes from every check cell
+`nbgrader generate_feedback` renders the graded notebook, whose check cells hold the grader's verdicts (see
+grade.py). This preprocessor (configured in `nbgrader_config.py`) runs before the HTML is written and removes
+from every check cell
 
-- the hidden-test region of its source (the lines between the BEGIN/END HIDDEN TESTS markers), and
-- the tracebacks of its errors, which quote the lines around the failing statement and so could quote hidden
-  code. The error's type and message stay: the visible checks' messages show returned against expected values,
-  and the hidden checks' messages say what failed without giving expected values, inputs or seeds.
+- a hidden-test region of its source, if an instructor adds one (the lines between the BEGIN/END HIDDEN
+  TESTS markers; this course's checks live in normlab_grading/hidden_checks.py and need none), and
+- the tracebacks of its errors, which would quote the lines around the failing statement. The error's type and
+  message stay: the messages of visible cases show returned against expected values, those of hidden cases
+  say what failed without giving expected values, inputs or seeds.
 """
 
 from __future__ import annotations

@@ -1,94 +1,351 @@
-"""Grade every submission of one assignment, with no silent zeros: `make grade` in this folder runs it.
+"""Grade the submissions of one assignment, each in a sandbox, judged outside the student's code.
 
-    python -m normlab_grading.grade [ASSIGNMENT]      (from the course folder, default chapter23)
+    python -m normlab_grading.grade [ASSIGNMENT] [-j N] [--student ID ...] [--all] [--unsafe-no-sandbox]
 
-1. scans every submission for code that tampers with grading (normlab_grading.review);
-2. autogrades every submission in submitted/, one student at a time, with nbgrader's Python API (what
-   `nbgrader autograde --force --student <id>` does), and records why a submission failed to grade (its kernel
-   died, a cell ignored the time limit's interrupt, cells or their metadata were changed);
-3. checks that every check cell that passed printed the record of its hidden checks (a cell rewritten before
-   it ran passes without one);
-4. writes feedback (`nbgrader generate_feedback`) and exports the gradebook to grades.csv, with two extra
-   columns: `grading_status` (`ok` or `FAILED: <why>`; a failed row's score and raw score are left empty, so
-   it cannot pass for a blank submission) and `review` (what the scan found);
-5. ends with the list of submissions that failed to grade and why, and exits with status 1 if there is one.
+(`make grade` in the course folder runs it; `make grade J=4 STUDENT=alice FORCE=1` passes the options.)
+For every submission in submitted/<student>/<assignment>/ that is new or changed since it was last graded:
 
-The log of every step is kept in logs/.
+1. the notebook is put back into the release's shape (`structure`): deleted or changed check cells and
+   locked cells come back from the release; what cannot be put back marks the submission for review;
+2. its code cells run in a fresh bubblewrap sandbox (`sandbox`, `runner`), then the sandbox calls the
+   student's functions on the inputs of every check (visible and hidden) and sends back what they returned
+   as plain data;
+3. this process judges those results against its references (`hidden_checks`) and writes the verdict of
+   every check cell as that cell's output; nbgrader then records the scores in the gradebook from those
+   outputs (its own autograde step, without executing anything) and writes feedback;
+4. grades.csv gets every student's score, `grading_status` (`ok`, or `FAILED: <why>` with the score left
+   empty) and `review` (what to look at);
+5. the report lists scores, check cells put back, submissions marked for review, and last the submissions
+   that failed to grade (exit status 1 if there is one).
+
+Submissions are graded by N worker processes at once (default: one per core); each worker builds the
+checks' inputs and references once. Unchanged submissions are skipped (their fingerprint, and that of the
+grader, are kept in logs/<assignment>/<student>.json); `--student` regrades the named students, `--all`
+everyone. Without a working sandbox it refuses to run, unless given `--unsafe-no-sandbox`.
 """
 
 from __future__ import annotations
 
+import argparse
+import concurrent.futures
+import contextlib
 import csv
+import fcntl
+import hashlib
+import io
+import json
+import multiprocessing
 import os
-import re
+import shutil
 import sys
+import time
 from pathlib import Path
 
-import nbformat
-
-from normlab_grading import review
-from normlab_grading.feedback import HIDDEN, is_check_cell
-from normlab_grading.hidden_checks import MARK
+from normlab_grading import hidden_checks, review, sandbox, structure
 
 NOTEBOOK = "exercises"
-
-REASONS = [
-    ("kernel died", re.compile(r"DeadKernelError|Kernel died|kernel.{0,40}(died|dead|restarted)", re.I)),
-    ("timeout: a cell ignored the interrupt",
-     re.compile(r"CellTimeoutError|TimeoutError|timed out|Timeout waiting", re.I)),
-    ("changed checksums or cell metadata", re.compile(r"checksum|has changed|was changed|modified|cell type|"
-                                                      r"missing.{0,40}cell|grade_id", re.I)),
-]
+STAGED = ".staged"       # what nbgrader reads in place of submitted/ (the rebuilt notebook, with its outputs)
+GRADER_FILES = ("grade.py", "hidden_checks.py", "runner.py", "sandbox.py", "structure.py", "review.py",
+                "feedback.py")
 
 
-def course_api(course: Path):
-    """nbgrader's Python API on the course folder, configured by its nbgrader_config.py (run in this process,
-    so grading a class starts Python and nbgrader once instead of once per step)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
+# --- configuration ----------------------------------------------------------------------------------------
+
+def load_config(course: Path):
     from traitlets.config.loader import PyFileConfigLoader
 
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+
+
+def limits_from(config) -> sandbox.Limits:
+    section = dict(config.NormlabGrading) if "NormlabGrading" in config else {}
+    if "cell_seconds" not in section and "timeout" in config.Execute:
+        section["cell_seconds"] = config.Execute.timeout
+    return sandbox.Limits.from_config(section)
+
+
+def seed_from(config) -> int:
+    if "NormlabGrading" in config and "seed" in config.NormlabGrading:
+        return int(config.NormlabGrading.seed)
+    return hidden_checks.COURSE_SEED
+
+
+def _hash_files(paths) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(str(path.name).encode())
+        h.update(path.read_bytes() if path.is_file() else b"-")
+    return h.hexdigest()
+
+
+def grader_fingerprint(course: Path, assignment: str, unsafe: bool) -> str:
+    """Changes whenever anything that could change a grade changes: the grading code, the course
+    configuration, the released notebook, normlab_core, and whether a sandbox is used."""
+    here = Path(__file__).resolve().parent
+    parts = [here / f for f in GRADER_FILES] + [course / "nbgrader_config.py",
+                                                course / "release" / assignment / f"{NOTEBOOK}.ipynb"]
+    core = sandbox.core_package()
+    parts += sorted(core.glob("*.py"))
+    return _hash_files(parts) + ("-unsafe" if unsafe else "")
+
+
+def submission_fingerprint(folder: Path) -> str:
+    return _hash_files(sorted(p for p in folder.iterdir() if p.is_file()))
+
+
+# --- one submission, in a worker ----------------------------------------------------------------------------
+
+class Worker:
+    """What a worker builds once: the release, the checks' inputs and references, the sandbox command."""
+
+    def __init__(self, course: Path, assignment: str, unsafe: bool, limits: sandbox.Limits, seed: int, jobs: int):
+        self.course, self.assignment, self.unsafe, self.limits, self.jobs = course, assignment, unsafe, limits, jobs
+        self.release = structure.load(course / "release" / assignment / f"{NOTEBOOK}.ipynb")
+        ids = [structure.grade_id(c) for c in self.release["cells"] if structure.is_check(c)]
+        self.check_ids = ids
+        self.context = hidden_checks.Context(seed=seed, data=visible_data(self.release))
+        self.plans = hidden_checks.plans(self.context, ids)
+
+    def grade(self, student: str) -> dict:
+        start = time.monotonic()
+        folder = self.course / "submitted" / student / self.assignment
+        path = folder / f"{NOTEBOOK}.ipynb"
+        result = {"student": student, "put_back": [], "review": [], "verdicts": {}, "notebook": None,
+                  "status": "ok", "log": "", "seconds": 0.0}
+        if not path.is_file():
+            others = sorted(p.name for p in folder.glob("*.ipynb"))
+            result["status"] = (f"FAILED: no {NOTEBOOK}.ipynb in the submission"
+                                + (f" (found {', '.join(others[:3])})" if others else ""))
+            return _timed(result, start)
+        try:
+            submitted = structure.load(path)
+        except structure.Unreadable as exc:
+            result["status"] = f"FAILED: the notebook {exc}"
+            return _timed(result, start)
+        result["review"] += review.scan_cells(submitted["cells"])
+        restored = structure.restore(submitted, self.release)
+        result["put_back"], result["review"] = restored.put_back, result["review"] + restored.review
+        cells = [{"index": i, "source": c["source"]} for i, c in enumerate(restored.cells)
+                 if c.get("cell_type") == "code"]
+        present = [structure.grade_id(c) for c in restored.cells if structure.is_check(c)]
+        plans = {gid: self.plans[gid] for gid in present if gid in self.plans}
+        budget = self.limits.check_seconds
+        files, left_out = own_files(folder)
+        if left_out:
+            result["review"].append(f"files of the submission not given to the notebook: {', '.join(left_out[:5])}")
+        run = sandbox.run_submission(cells, lambda records: hidden_checks.request(plans, budget), self.limits,
+                                     sandbox=not self.unsafe, assignment=self.assignment, concurrent=self.jobs,
+                                     files=files)
+        verdicts = {gid: hidden_checks.judge(plan, run.groups.get(gid), budget) for gid, plan in plans.items()}
+        for gid in present:
+            if gid not in plans:
+                result["review"].append(f"check cell {gid} has no outside judge: its score comes from the "
+                                        "student's own kernel")
+        if run.status != "ok":
+            what = {"died": "kernel died", "timeout": "timeout", "tampered": "tampering"}[run.status]
+            result["status"] = f"FAILED: {what}: {run.reason}"
+        for v in verdicts.values():
+            if v.timed_out:
+                result["review"].append(f"{v.grade_id}: hit the time limit of its checks")
+        for index, record in run.cells.items():
+            if record.get("timed_out"):
+                result["review"].append(f"cell {index}: stopped at the time limit of {self.limits.cell_seconds:g} s")
+        parts = {gid: plan.part for gid, plan in plans.items()}
+        result["notebook"] = compose(self.release, restored.cells, run, verdicts, parts, self.limits)
+        result["verdicts"] = {gid: {"passed": v.passed, "message": v.message} for gid, v in verdicts.items()}
+        result["log"] = run.log
+        result["sandbox_seconds"] = run.seconds
+        return _timed(result, start)
+
+
+NOT_THE_STUDENTS = {"timestamp.txt", "submission_secret.txt"}  # written by nbgrader's exchange, not by the student
+OWN_FILES_CAP = 20_000_000
+
+
+def own_files(folder: Path) -> tuple[list, list]:
+    """The files a student handed in beside the notebook (data, a module of their own), which their notebook
+    may open from its working folder as it did in JupyterLab: up to 20 MB, top level only."""
+    files, left_out, total = [], [], 0
+    for path in sorted(folder.iterdir()):
+        if path.name in NOT_THE_STUDENTS or path.suffix == ".ipynb" or path.name.startswith("."):
+            continue
+        if not path.is_file() or path.is_symlink() or "/" in path.name:
+            left_out.append(path.name)
+            continue
+        total += path.stat().st_size
+        if total > OWN_FILES_CAP:
+            left_out.append(path.name)
+            continue
+        files.append((path, path.name))
+    return files, left_out
+
+
+def _timed(result: dict, start: float) -> dict:
+    result["seconds"] = round(time.monotonic() - start, 3)
+    return result
+
+
+def visible_data(release: dict) -> dict:
+    """Run the release's locked code cells that are not checks (setup and data cells) in this process: their
+    variables are the public inputs the visible cases use (instructor's code, never a student's)."""
+    ns: dict = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell in release["cells"]:
+            if cell.get("cell_type") == "code" and structure.is_locked(cell) and not structure.is_check(cell):
+                source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+                exec(compile(source, f"<release cell {structure.grade_id(cell)}>", "exec"), ns)  # noqa: S102
+    return ns
+
+
+# --- the graded notebook -----------------------------------------------------------------------------------
+
+OUTPUT_TYPES = {"stream", "display_data", "execute_result", "error"}
+NOTEBOOK_TEXT_CAP = 2_000_000   # characters of text outputs in one graded notebook
+NOTEBOOK_DATA_CAP = 8_000_000   # bytes of rich outputs in one graded notebook
+
+
+def _clean_output(out, count) -> dict | None:
+    """An output from the sandbox, kept only if it has nbformat's shape."""
+    if not isinstance(out, dict) or out.get("output_type") not in OUTPUT_TYPES:
+        return None
+    kind = out["output_type"]
+    if kind == "stream":
+        if out.get("name") not in ("stdout", "stderr") or not isinstance(out.get("text"), str):
+            return None
+        return {"output_type": "stream", "name": out["name"], "text": out["text"]}
+    if kind == "error":
+        tb = out.get("traceback")
+        if not isinstance(tb, list) or not all(isinstance(t, str) for t in tb):
+            tb = []
+        return {"output_type": "error", "ename": str(out.get("ename", "Error"))[:200],
+                "evalue": str(out.get("evalue", ""))[:2000], "traceback": tb}
+    data = out.get("data")
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, (str, dict, list))
+                                             for k, v in data.items()):
+        return None
+    if any(k.startswith("image/") and not isinstance(v, str) for k, v in data.items()):
+        return None
+    clean = {"output_type": kind, "data": data, "metadata": {}}
+    if kind == "execute_result":
+        clean["execution_count"] = count
+    return clean
+
+
+def _cell_outputs(record: dict, limits: sandbox.Limits, budget: dict) -> list:
+    count = record.get("execution_count") if isinstance(record.get("execution_count"), int) else None
+    outputs = []
+    for raw in record.get("outputs", []):
+        out = _clean_output(raw, count)
+        if out is None:
+            continue
+        if out["output_type"] == "error" and out["ename"] == "KeyboardInterrupt" and record.get("timed_out"):
+            message = (f"this cell was stopped after {limits.cell_seconds:g} s, the time limit for each cell when "
+                       "the notebook is graded")
+            out = {"output_type": "error", "ename": "TimeoutError", "evalue": message,
+                   "traceback": [f"TimeoutError: {message}"]}
+        size = len(json.dumps(out))
+        key = "text" if out["output_type"] in ("stream", "error") else "data"
+        if budget[key] < size:
+            if not budget.get(f"{key}-noted"):
+                budget[f"{key}-noted"] = True
+                outputs.append({"output_type": "stream", "name": "stdout",
+                                "text": "[output cut: this notebook's outputs reached the size kept for grading]\n"})
+            continue
+        budget[key] -= size
+        outputs.append(out)
+    return outputs
+
+
+def _verdict_outputs(verdict, kernel_outputs: list, part: str) -> list:
+    if verdict.passed:
+        text = f"Graded outside your notebook: {verdict.message}\n"
+        return [{"output_type": "stream", "name": "stdout", "text": text}]
+    message = verdict.message
+    own = [o for o in kernel_outputs if o.get("output_type") == "error" and o.get("ename") == "AssertionError"
+           and str(o.get("evalue", "")).startswith(part)]
+    if own and str(own[0]["evalue"]) not in message:
+        message += f"\n(The visible check in your notebook said: {str(own[0]['evalue'])[:1000]})"
+    return [{"output_type": "error", "ename": "AssertionError", "evalue": message,
+             "traceback": [f"AssertionError: {message}"]}]
+
+
+def compose(release: dict, cells: list, run: sandbox.Run, verdicts: dict, parts: dict,
+            limits: sandbox.Limits) -> dict:
+    """The graded notebook: the rebuilt cells, the outputs of the run, and the verdict of every check cell."""
+    budget = {"text": NOTEBOOK_TEXT_CAP, "data": NOTEBOOK_DATA_CAP}
+    stopped_at = run.where if run.status != "ok" else ""
+    out_cells = []
+    for index, cell in enumerate(cells):
+        cell = dict(cell)
+        if cell.get("cell_type") == "code":
+            record = run.cells.get(index)
+            kernel = _cell_outputs(record, limits, budget) if record else []
+            cell["execution_count"] = record.get("execution_count") if record and isinstance(
+                record.get("execution_count"), int) else None
+            gid = structure.grade_id(cell)
+            if structure.is_check(cell) and gid in verdicts:
+                cell["outputs"] = _verdict_outputs(verdicts[gid], kernel, parts.get(gid, ""))
+            elif record is None and stopped_at:
+                cell["outputs"] = [{"output_type": "stream", "name": "stderr",
+                                    "text": f"Not run: grading stopped at {stopped_at} ({run.reason}).\n"}]
+            else:
+                cell["outputs"] = kernel
+        out_cells.append(cell)
+    metadata = dict(release.get("metadata", {}))
+    return {"cells": out_cells, "metadata": metadata, "nbformat": 4,
+            "nbformat_minor": max(int(release.get("nbformat_minor", 4)), 5)}
+
+
+# --- the gradebook, the feedback and grades.csv (in the main process) -----------------------------------
+
+def course_api(course: Path):
+    """nbgrader's Python API on the course folder, set up to record grades from the outputs the grader wrote
+    (nbgrader's autograde with its sanitizing steps kept and without executing anything)."""
+    import warnings
+
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        OverwriteCells,
+        OverwriteKernelspec,
+        SaveAutoGrades,
+    )
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's gradebook under SQLAlchemy 2
     # nbgrader runs `alembic` by name to set up the gradebook: put this Python's bin folder first on PATH.
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    config = load_config(course)
+    config.Autograde.sanitize_preprocessors = [OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
+    config.Autograde.autograde_preprocessors = [SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    coursedir = CourseDirectory(config=config)
+    return NbGraderAPI(coursedir=coursedir, config=config)
 
 
-def keep_log(log: Path, what: str, result: dict) -> str:
-    text = f"$ {what}\n(success: {result.get('success')})\n{result.get('log', '')}\n{result.get('error', '')}"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(text)
-    return text
+def record(api, course: Path, assignment: str, student: str, notebook: dict) -> dict:
+    """Write the graded notebook where nbgrader reads submissions from, and let nbgrader autograde it."""
+    staged = course / STAGED / student / assignment
+    if staged.exists():
+        shutil.rmtree(staged)
+    staged.mkdir(parents=True)
+    (staged / f"{NOTEBOOK}.ipynb").write_text(json.dumps(notebook, indent=1, ensure_ascii=False), encoding="utf-8")
+    # Everything else the submission holds goes along (timestamp.txt, the exchange's submission_secret.txt that
+    # release_feedback needs, files the student added), as when nbgrader reads submitted/ itself.
+    for other in (course / "submitted" / student / assignment).iterdir():
+        if other.is_file() and other.suffix != ".ipynb":
+            shutil.copy2(other, staged / other.name)
+    saved = api.coursedir.submitted_directory
+    api.coursedir.submitted_directory = STAGED
+    try:
+        return api.autograde(assignment, student, force=True, create=True)
+    finally:
+        api.coursedir.submitted_directory = saved
+        shutil.rmtree(staged, ignore_errors=True)
 
 
-def why_failed(output: str) -> str:
-    # nbgrader warns about every restored cell ("Attribute 'checksum' ... has changed!") even when grading
-    # succeeds: only its error lines say why a submission failed.
-    output = "\n".join(line for line in output.splitlines() if "WARNING" not in line and "Warning" not in line)
-    for reason, pattern in REASONS:
-        if pattern.search(output):
-            return reason
-    errors = [line.strip() for line in output.splitlines() if "ERROR" in line or "Error" in line]
-    return errors[-1][:200] if errors else "unknown (see the log)"
-
-
-def missing_hidden_records(graded: Path) -> list[str]:
-    """Check cells with hidden tests that passed without printing the hidden checks' record."""
-    nb = nbformat.read(graded, as_version=4)
-    missing = []
-    for cell in nb.cells:
-        if not is_check_cell(cell) or not HIDDEN.search(cell.source):
-            continue
-        outs = cell.get("outputs", [])
-        failed = any(o.output_type == "error" or (o.output_type == "stream" and o.name == "stderr") for o in outs)
-        text = "".join(o.get("text", "") for o in outs if o.output_type == "stream")
-        gid = cell.metadata["nbgrader"]["grade_id"]
-        if not failed and f"{MARK}: {gid})" not in text:
-            missing.append(gid)
-    return missing
-
-
-def export(course: Path, status: dict[str, str], flags: dict[str, list[str]], assignment: str) -> Path:
+def export(course: Path, assignment: str, states: dict) -> Path:
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
@@ -99,16 +356,16 @@ def export(course: Path, status: dict[str, str], flags: dict[str, list[str]], as
         rows = list(csv.DictReader(fh))
     fields = list(rows[0].keys()) if rows else ["assignment", "student_id", "score", "max_score"]
     seen = {(r.get("assignment"), r.get("student_id")) for r in rows}
-    for student in status:
+    for student in states:
         if (assignment, student) not in seen:
             rows.append({"assignment": assignment, "student_id": student})
     for row in rows:
         if row.get("assignment") != assignment:
             continue
-        st = status.get(row["student_id"], "not submitted")
-        row["grading_status"] = st
-        row["review"] = "; ".join(flags.get(row["student_id"], []))
-        if st.startswith("FAILED"):
+        state = states.get(row["student_id"], {"status": "not submitted"})
+        row["grading_status"] = state["status"]
+        row["review"] = "; ".join(state.get("review", []) + state.get("put_back", []))
+        if state["status"].startswith("FAILED"):
             row["score"] = row["raw_score"] = ""
     with open(out, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields + ["grading_status", "review"], extrasaction="ignore")
@@ -117,69 +374,252 @@ def export(course: Path, status: dict[str, str], flags: dict[str, list[str]], as
     return out
 
 
-def grade(course: Path, assignment: str) -> int:
+# --- the command -------------------------------------------------------------------------------------------
+
+_WORKER: list = []
+
+
+def _init_worker(*args) -> None:
+    _WORKER.append(Worker(*args))
+
+
+def _grade_in_worker(student: str) -> dict:
+    try:
+        return _WORKER[0].grade(student)
+    except Exception as exc:  # noqa: BLE001 - a grader bug must not pass for a grade: report it as a failure
+        import traceback
+
+        return {"student": student, "status": f"FAILED: the grader itself failed ({type(exc).__name__}: {exc})",
+                "put_back": [], "review": [], "verdicts": {}, "notebook": None, "log": traceback.format_exc(),
+                "seconds": 0.0}
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m normlab_grading.grade", description=__doc__.split("\n\n")[0])
+    parser.add_argument("assignment", nargs="?", default="chapter23")
+    parser.add_argument("-j", "--jobs", type=int, default=0, help="submissions graded at once (default: one per core)")
+    parser.add_argument("--student", action="append", default=[],
+                        help="grade only this student (again, even if unchanged); may be repeated or comma-separated")
+    parser.add_argument("--all", action="store_true", help="grade every submission again, changed or not")
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="run student code WITHOUT the sandbox: it can then read and change every file the "
+                             "grading account can, including the references, the gradebook and other submissions")
+    return parser.parse_args(argv)
+
+
+def grade(course: Path, args) -> int:
     course = course.resolve()
-    log_dir = course / "logs"
-    submitted = sorted(p.parent.name for p in (course / "submitted").glob(f"*/{assignment}"))
-    if not submitted:
+    assignment = args.assignment
+    started = time.monotonic()
+    config = load_config(course)
+    limits = limits_from(config)
+    unsafe = args.unsafe_no_sandbox
+    release = course / "release" / assignment / f"{NOTEBOOK}.ipynb"
+    if not release.is_file():
+        print(f"no release at {release}: run `nbgrader generate_assignment {assignment}` (make release) first")
+        return 2
+    folders = sorted(p for p in (course / "submitted").glob(f"*/{assignment}") if p.is_dir())
+    students = [p.parent.name for p in folders]
+    if not students:
         print(f"no submissions in {course / 'submitted'}/*/{assignment}")
         return 1
-    print(f"grading {len(submitted)} submissions of {assignment}")
+    wanted = {s for item in args.student for s in item.split(",") if s}
+    unknown = sorted(wanted - set(students))
+    if unknown:
+        print(f"no submission of {', '.join(unknown)} in {course / 'submitted'}/*/{assignment}")
+        return 1
 
-    flags: dict[str, list[str]] = {}
-    for student in submitted:
-        hits = [h for nb in sorted((course / "submitted" / student / assignment).glob("*.ipynb"))
-                for h in review.scan_file(nb)]
-        if hits:
-            flags[student] = hits
-
-    api = course_api(course)
-    status: dict[str, str] = {}
-    for student in submitted:
-        result = api.autograde(assignment, student, force=True, create=True)
-        text = keep_log(log_dir / f"autograde-{student}.log", f"nbgrader autograde {assignment} --student {student}",
-                        result)
+    state_dir = course / "logs" / assignment
+    state_dir.mkdir(parents=True, exist_ok=True)
+    lock = open(course / "logs" / ".grading.lock", "w")  # noqa: SIM115 - held until this process ends
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print("another `make grade` is running in this course folder: wait for it to finish")
+        return 2
+    fingerprint = grader_fingerprint(course, assignment, unsafe)
+    states: dict = {}
+    todo = []
+    for student, folder in zip(students, folders, strict=True):
+        state_file = state_dir / f"{student}.json"
+        old = json.loads(state_file.read_text()) if state_file.is_file() else None
+        mine = submission_fingerprint(folder)
         graded = course / "autograded" / student / assignment / f"{NOTEBOOK}.ipynb"
-        if not result.get("success") or not graded.is_file():
-            status[student] = f"FAILED: {why_failed(text)}"
+        if wanted and student not in wanted:
+            if old:
+                states[student] = old
             continue
-        missing = missing_hidden_records(graded)
-        status[student] = "ok" if not missing else (
-            f"FAILED: the hidden checks of {len(missing)} check cell(s) did not run "
-            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): the cells were rewritten before "
-            "they ran; see the review list")
+        if (old and not args.all and not wanted and old.get("submission") == mine
+                and old.get("grader") == fingerprint and (graded.is_file() or old["status"].startswith("FAILED"))):
+            states[student] = old
+            continue
+        todo.append((student, mine))
+    if unsafe:
+        print("WARNING: grading WITHOUT a sandbox (--unsafe-no-sandbox): student code can read and change the "
+              "course, the gradebook and other students' work.")
+    elif todo:
+        try:
+            sandbox.check_sandbox()
+        except sandbox.SandboxUnavailable as exc:
+            print(f"Cannot grade safely: {exc}.\nGrading runs each submission in a bubblewrap sandbox; install it "
+                  "(Debian/Ubuntu: apt-get install bubblewrap) or, knowing that student code can then reach every "
+                  "file of this account, run with --unsafe-no-sandbox (make grade UNSAFE=1).")
+            return 2
+    jobs = args.jobs or os.cpu_count() or 1
+    jobs = max(1, min(jobs, len(todo))) if todo else 1
+    print(f"{assignment}: {len(students)} submissions; grading {len(todo)} "
+          f"({'new or changed' if not (args.all or wanted) else 'as asked'}) with {jobs} worker(s)"
+          + (f", {len(students) - len(todo)} unchanged" if not wanted and len(todo) < len(students) else "")
+          + ("" if unsafe else ", each in a bubblewrap sandbox"))
 
-    result = api.generate_feedback(assignment, force=True)
-    keep_log(log_dir / "feedback.log", f"nbgrader generate_feedback {assignment}", result)
-    csv_path = export(course, status, flags, assignment)
+    shutil.rmtree(course / STAGED, ignore_errors=True)
+    seed = seed_from(config)
+    timings = []
+    phases: dict = {}
+    if todo:
+        t0 = time.monotonic()
+        graded = grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states,
+                           timings)
+        t1 = time.monotonic()
+        feedback(course, assignment, graded, students, jobs, state_dir)
+        phases = {"grading": t1 - t0, "feedback": time.monotonic() - t1}
+    else:
+        print("nothing to grade: every submission is unchanged since it was last graded (--all to grade again)")
+    csv_path = export(course, assignment, states)
+    report(course, assignment, students, states, csv_path, state_dir, timings, time.monotonic() - started, jobs,
+           phases)
+    return 1 if any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
 
+
+def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings):
+    """Grade `todo` ([(student, fingerprint)]): in `jobs` worker processes (forked before nbgrader is imported
+    here), or in this process for one job; record each result in the gradebook as it arrives."""
+
+    def done(result, mine):
+        state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
+        states[result["student"]] = state
+        timings.append(state["seconds"])
+        print(f"  graded {result['student']:<24} {state['seconds']:6.1f} s  {state['status']}", flush=True)
+
+    if jobs == 1:
+        worker = Worker(course, assignment, unsafe, limits, seed, 1)
+        api = course_api(course)
+        for student, mine in todo:
+            done(worker.grade(student), mine)
+    else:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(
+                max_workers=jobs, mp_context=context, initializer=_init_worker,
+                initargs=(course, assignment, unsafe, limits, seed, jobs)) as pool:
+            futures = {pool.submit(_grade_in_worker, student): mine for student, mine in todo}
+            api = course_api(course)  # after the workers started: they never import nbgrader
+            for future in concurrent.futures.as_completed(futures):
+                done(future.result(), futures[future])
+    return [s for s, _ in todo if states[s].get("recorded")]
+
+
+def finish(api, course: Path, assignment: str, result: dict, mine: str, fingerprint: str, state_dir: Path) -> dict:
+    student = result["student"]
+    log = [f"student {student}: {result['status']} ({result['seconds']} s)"]
+    recorded = False
+    if result.get("notebook") is not None:
+        outcome = record(api, course, assignment, student, result["notebook"])
+        log.append(f"nbgrader autograde (success: {outcome.get('success')})\n{outcome.get('log', '')}"
+                   f"\n{outcome.get('error', '')}")
+        recorded = bool(outcome.get("success"))
+        if not recorded and result["status"] == "ok":
+            result["status"] = "FAILED: nbgrader could not record the grades (see the log)"
+    for gid, v in result.get("verdicts", {}).items():
+        log.append(f"{gid}: {'passed' if v['passed'] else 'failed'}: {v['message']}")
+    log.append("--- the sandbox's own output ---\n" + result.get("log", ""))
+    (state_dir / f"{student}.log").write_text("\n".join(log), encoding="utf-8")
+    state = {"student": student, "status": result["status"], "review": result["review"],
+             "put_back": result["put_back"], "submission": mine, "grader": fingerprint,
+             "seconds": result["seconds"], "recorded": recorded}
+    (state_dir / f"{student}.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
+    return state
+
+
+_FEEDBACK: list = []
+
+
+def _init_feedback(course: Path) -> None:
+    _FEEDBACK.append(course_api(course))
+
+
+def _feedback_chunk(assignment: str, chunk: list, everyone: list) -> dict:
+    """nbgrader generate_feedback for the students of `chunk`, in one run (its templates are built once)."""
+    api = _FEEDBACK[0]
+    wanted = set(chunk)
+    api.coursedir.student_id_exclude = ",".join(s for s in everyone if s not in wanted)
+    try:
+        return api.generate_feedback(assignment, force=True)
+    finally:
+        api.coursedir.student_id_exclude = ""
+
+
+def feedback(course: Path, assignment: str, students: list, everyone: list, jobs: int, state_dir: Path) -> None:
+    """Feedback pages for `students`, in `jobs` processes at once (forked after nbgrader was imported here)."""
+    if not students:
+        return
+    chunks = [students[i::jobs] for i in range(min(jobs, len(students)))]
+    if len(chunks) == 1:
+        _FEEDBACK[:] = [course_api(course)]
+        results = [_feedback_chunk(assignment, chunks[0], everyone)]
+        return _feedback_log(chunks, results, state_dir)
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=len(chunks), mp_context=context,
+                                                initializer=_init_feedback, initargs=(course,)) as pool:
+        results = list(pool.map(_feedback_chunk, [assignment] * len(chunks), chunks, [everyone] * len(chunks)))
+    _feedback_log(chunks, results, state_dir)
+
+
+def _feedback_log(chunks, results, state_dir: Path) -> None:
+    for chunk, result in zip(chunks, results, strict=True):
+        if not result.get("success"):
+            for student in chunk:
+                with open(state_dir / f"{student}.log", "a", encoding="utf-8") as fh:
+                    fh.write(f"\nnbgrader generate_feedback (for {', '.join(chunk)}) reported a failure:\n"
+                             f"{result.get('log', '')}\n{result.get('error', '')}")
+
+
+def report(course, assignment, students, states, csv_path, state_dir, timings, elapsed, jobs, phases) -> None:
     with open(csv_path, newline="") as fh:
         scores = {r["student_id"]: r for r in csv.DictReader(fh) if r["assignment"] == assignment}
-    print(f"\n{'student':<20} {'score':>7} {'max':>5}  status")
-    for student in submitted:
+    print(f"\n{'student':<24} {'score':>7} {'max':>5}  status")
+    for student in students:
         row = scores.get(student, {})
-        print(f"{student:<20} {row.get('score', ''):>7} {row.get('max_score', ''):>5}  {status[student]}")
-    print(f"\ngrades: {csv_path}   feedback: {course / 'feedback'}   logs: {log_dir}")
-    if flags:
-        print("\nSubmissions to look at (python -m normlab_grading.review lists the same):")
-        for student, hits in flags.items():
+        print(f"{student:<24} {row.get('score', ''):>7} {row.get('max_score', ''):>5}  {states[student]['status']}")
+    print(f"\ngrades: {csv_path}   feedback: {course / 'feedback'}   logs: {state_dir}")
+    put_back = {s: states[s]["put_back"] for s in students if states[s].get("put_back")}
+    if put_back:
+        print("\nCells put back from the release before grading:")
+        for student, items in put_back.items():
+            print(f"  {student}: " + "; ".join(items))
+    flagged = {s: states[s]["review"] for s in students if states[s].get("review")}
+    if flagged:
+        print("\nSubmissions marked for review (open the notebook; a hit is a reason to look, not proof):")
+        for student, hits in flagged.items():
             print(f"  {student}:")
             for hit in hits:
                 print(f"      {hit}")
-    failed = {s: st for s, st in status.items() if st.startswith("FAILED")}
+    if timings:
+        print(f"\ngraded {len(timings)} submission(s) in {elapsed:.1f} s with {jobs} worker(s): "
+              f"{sum(timings) / len(timings):.2f} s per submission on average (max {max(timings):.2f} s); "
+              f"running and judging, with the gradebook records: {phases.get('grading', 0):.1f} s, "
+              f"feedback: {phases.get('feedback', 0):.1f} s")
+    failed = {s: states[s]["status"] for s in students if states[s]["status"].startswith("FAILED")}
     if failed:
         print(f"\n{len(failed)} submission(s) FAILED TO GRADE (their grades.csv rows have no score):")
         for student, st in failed.items():
-            print(f"  {student}: {st[len('FAILED: '):]}   log: {log_dir / f'autograde-{student}.log'}")
-        return 1
-    print("\nevery submission was graded")
-    return 0
+            print(f"  {student}: {st[len('FAILED: '):]}   log: {state_dir / f'{student}.log'}")
+    else:
+        print("\nevery submission was graded")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    assignment = args[0] if args else "chapter23"
-    return grade(Path.cwd(), assignment)
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    return grade(Path.cwd(), args)
 
 
 if __name__ == "__main__":

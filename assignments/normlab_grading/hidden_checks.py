@@ -1,53 +1,58 @@
-"""The hidden checks of the chapter 23 exercises. They run inside the grading kernel, after the student's cells.
+"""The checks of the chapter 23 exercises, judged in the grader's own process.
 
-Every hidden-test cell of `source/chapter23/exercises.ipynb` loads this file afresh (from disk, never from
-`sys.modules`) and calls `run(<grade id>, globals())`. The file lives outside `source/`, so nbgrader never
-releases it; students see only the call.
+For every check cell (grade id) this module says which calls to make in the student's sandbox (`plan`) and
+judges what came back (`judge`). The student's kernel only calls the student's functions on these inputs and
+hands back plain data (numbers, shapes, type names): the references, the tolerances and the scoring never
+enter the sandbox, so no patched IPython, forged output line, read stack frame or object whose `==` is always
+true can change a verdict.
 
-What the checks rely on, and why:
-- References are computed here from first principles in plain Python (lists, int and float arithmetic).
-  They never call `normlab_core`, and never call numpy functions that a student's cell could replace
-  (`np.allclose = ...` or a patched `normlab_core` changes nothing here).
-- Test inputs come from a small integer generator written below, not from numpy's random module, so a
-  student cannot shape them by patching numpy; the seeds differ from anything in the visible cells.
-- Types are taken from literals (`(0).__class__` is int whatever the name `int` is bound to), and answers
-  are converted to plain floats before any comparison, so an object whose `==` is always true gains nothing.
-- Parts that ask for a computation check that it was not delegated to `normlab_core`: while the student's
-  function runs, the matching `normlab_core` functions have their code swapped for a tripwire.
-- A kernel whose input is being rewritten (IPython input or AST transformers, trace hooks) fails the check.
+Each check has two kinds of cases:
+- visible cases, on the inputs of the notebook's own check cell (the failure message may show what was
+  expected: those values are public);
+- hidden cases, on inputs drawn from `COURSE_SEED` (the message says what failed, never an expected value, an
+  input or the seed).
 
-Run-time tampering in the student's kernel cannot be ruled out from inside that kernel (the student's code
-runs first, in the same process); `normlab_grading/review.py` looks for it in the submissions instead.
+What is fair to a correct answer:
+- where a number is asked for, any real scalar passes (`float`, `int`, `np.float64`, `np.float32`, a 0-d
+  array); where an array is asked for, any array-like of real numbers of the right shape; where counts are
+  asked for, any integers (`int` or NumPy's integer types), but not floats;
+- tolerances are relative to the size of the reference (or of the input, for differences that rounding
+  makes of that size), never exact equality where a different but correct order of operations rounds
+  differently; hidden constant vectors hold values whose mean every summation order computes exactly;
+- the reference solution passes for any seed (`tests/test_grading_judge.py` checks 500 of them).
+
+References are computed here from the definitions, in plain Python or NumPy in this process, never with
+`normlab_core`. Parts that ask for a computation also check that it was not handed to `normlab_core`: the
+sandbox swaps the code of those library functions for a tripwire while the student's function runs.
+
+To change the hidden inputs for your course, change COURSE_SEED below, in your private copy of the course.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import sys
-import types
-import warnings
+import dataclasses
+import math
+import zlib
 
-_INT = (0).__class__
-_FLOAT = (0.0).__class__
-_STR = "".__class__
-_TUPLE = ().__class__
-_LIST = [].__class__
-_TYPE = _INT.__class__
+import numpy as np
+
+COURSE_SEED = 57_221_903  # every hidden input follows from it: change it in a private copy of the course
 
 
-class HiddenCheckFailed(AssertionError):
-    """A hidden check failed; the message says what went wrong without showing the expected values."""
+class CheckFailed(AssertionError):
+    """A check failed; the message says what went wrong (expected values only for visible cases)."""
 
 
-# --- inputs: a 64-bit linear congruential generator (Knuth's MMIX constants), pure Python ---------------
+# --- the inputs: a 64-bit linear congruential generator (Knuth's MMIX constants), pure Python -------------
 
 class _Draws:
+    _MASK = (1 << 64) - 1
+
     def __init__(self, seed: int):
-        self.state = (seed * 2654435761 + 12345) % 18446744073709551616
+        self.state = (seed * 2654435761 + 12345) & self._MASK
 
     def unit(self) -> float:
-        self.state = (self.state * 6364136223846793005 + 1442695040888963407) % 18446744073709551616
+        self.state = (self.state * 6364136223846793005 + 1442695040888963407) & self._MASK
         return (self.state >> 11) / 9007199254740992.0
 
     def uniform(self, lo: float, hi: float) -> float:
@@ -55,241 +60,247 @@ class _Draws:
 
     def integer(self, lo: int, hi: int) -> int:
         """An integer in [lo, hi]."""
-        return lo + _INT(self.unit() * (hi - lo + 1))
-
-    def choice(self, options):
-        return options[self.integer(0, len(options) - 1)]
+        return lo + int(self.unit() * (hi - lo + 1))
 
     def vector(self, n: int, lo: float = -3.0, hi: float = 3.0) -> list:
-        return [self.uniform(lo, hi) for _ in range(n)]
+        out = []
+        state, mask, span = self.state, self._MASK, hi - lo
+        for _ in range(n):
+            state = (state * 6364136223846793005 + 1442695040888963407) & mask
+            out.append(lo + span * ((state >> 11) / 9007199254740992.0))
+        self.state = state
+        return out
 
 
-# --- plain-Python helpers ----------------------------------------------------------------------------------
-
-def _np():
-    return sys.modules["numpy"]
-
-
-def _array(values, shape=None):
-    """A float64 numpy array holding `values` (a flat list), reshaped to `shape`."""
-    arr = _np().array(values, dtype="float64")
-    return arr if shape is None else arr.reshape(shape)
+def draws_for(seed: int, grade_id: str) -> _Draws:
+    """The generator of one check cell: its own stream, from the course seed and the grade id."""
+    return _Draws(seed * 1_000_003 + zlib.crc32(grade_id.encode()))
 
 
-def _floats(result, shape, what: str) -> list:
-    """The answer as a flat list of plain floats; fails if it is not a float array of the given shape."""
-    try:
-        arr = _np().array(result, dtype="float64")
-    except Exception as exc:  # noqa: BLE001 - any failure to convert is the student's answer's problem
-        raise HiddenCheckFailed(
-            f"{what} did not return an array of numbers ({_TYPE(result).__name__}): {exc}") from None
-    if _TUPLE(arr.shape) != _TUPLE(shape):
-        raise HiddenCheckFailed(f"{what} returned shape {_TUPLE(arr.shape)} for an input of shape {_TUPLE(shape)}")
-    return [_FLOAT(v) for v in arr.reshape(-1).tolist()]
+# --- what the sandbox is asked to do ---------------------------------------------------------------------
+
+def arr(values, shape=None) -> dict:
+    """An input array, as plain data (the sandbox rebuilds it as a float64 NumPy array)."""
+    flat = np.asarray(values, dtype=np.float64)
+    shape = list(flat.shape) if shape is None else list(shape)
+    return {"array": flat.reshape(-1).tolist(), "shape": shape}
 
 
-def _is_nan(v: float) -> bool:
-    return v != v
-
-
-def _close(got: list, want: list, rtol: float, atol: float) -> float:
-    """Largest |got - want|; raises if any entry is outside atol + rtol * |want| (NaN never passes)."""
-    worst = 0.0
-    bad = False
-    for g, w in zip(got, want, strict=True):
-        d = g - w
-        d = -d if d < 0 else d
-        if _is_nan(d) or d > atol + rtol * (w if w >= 0 else -w):
-            bad = True
-        if _is_nan(d) or d > worst:
-            worst = d
-    if bad:
-        return worst if not _is_nan(worst) else float("nan")
-    return -1.0
-
-
-def _expect_close(got, want, rtol, atol, message):
-    worst = _close(got, want, rtol, atol)
-    if worst != -1.0:
-        raise HiddenCheckFailed(f"{message}: off by up to {worst:.2e}")
-
-
-def _sqrt(v: float) -> float:
-    return v ** 0.5
-
-
-def _rows(flat: list, d: int) -> list:
-    return [flat[i:i + d] for i in range(0, len(flat), d)]
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Run student code without letting it write to stderr (nbgrader scores a check cell with stderr as 0)."""
-    sink = io.StringIO()
-    with warnings.catch_warnings(), contextlib.redirect_stderr(sink), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _call(what, fn, *args, **kwargs):
-    if not callable(fn):
-        raise HiddenCheckFailed(f"{what} is not a function (found {_TYPE(fn).__name__})")
-    try:
-        with _quiet():
-            return fn(*args, **kwargs)
-    except HiddenCheckFailed:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise HiddenCheckFailed(f"{what} raised {_TYPE(exc).__name__} on a hidden case: {exc}") from None
-
-
-def _need(ns: dict, name: str):
-    if name not in ns:
-        raise HiddenCheckFailed(f"`{name}` is not defined: run the answer cell that defines it")
-    return ns[name]
-
-
-# --- tampering with the kernel --------------------------------------------------------------------------
-
-_TRUSTED = ("IPython.", "ipykernel.", "matplotlib", "ipywidgets", "comm", "jupyter", "debugpy", "nbgrader")
-
-
-def _foreign(callables) -> list:
-    out = []
-    for c in callables:
-        module = getattr(c, "__module__", None) or getattr(_TYPE(c), "__module__", "") or ""
-        if not module.startswith(_TRUSTED):
-            out.append(getattr(c, "__name__", repr(c)))
+def call(fn: str, *args, keep=(), replace=None, **kwargs) -> dict:
+    out = {"call": fn, "args": list(args), "kwargs": kwargs}
+    if keep:
+        out["keep"] = list(keep)
+    if replace:
+        out["replace"] = replace
     return out
 
 
-def check_kernel() -> None:
-    """Fail if the kernel rewrites the cells it runs or traces them."""
-    problems = []
-    if sys.gettrace() is not None or sys.getprofile() is not None:
-        problems.append("a trace or profile hook is installed")
-    shell = None
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    except Exception:  # noqa: BLE001 - not running under IPython: nothing to inspect
-        shell = None
-    if shell is not None:
-        for attr in ("input_transformers_cleanup", "input_transformers_post", "ast_transformers"):
-            found = _foreign(getattr(shell, attr, []) or [])
-            if found:
-                problems.append(f"{attr} contains {found}")
-        events = getattr(shell, "events", None)
-        for name, callbacks in (getattr(events, "callbacks", {}) or {}).items():
-            found = _foreign(callbacks)
-            if found:
-                problems.append(f"the {name!r} event runs {found}")
-    if problems:
-        raise HiddenCheckFailed("the grading kernel was modified at run time (" + "; ".join(problems) + "), so "
-                                "its checks cannot be trusted; an instructor will look at this submission")
+def get(name: str) -> dict:
+    return {"get": name}
 
 
-# --- delegation to normlab_core ------------------------------------------------------------------------
-
-def _tripwire_code(name: str, freevars: tuple):
-    """A code object that records `name` in __normlab_tripped__ and raises; it has the given free variables,
-    so it can replace the code of a closure (a decorated function) too."""
-    outer = "".join(f"    {v} = None\n" for v in freevars)
-    touch = f"        ({', '.join(freevars)},)\n" if freevars else ""
-    source = (f"def _outer():\n{outer}    def _tripwire(*args, **kwargs):\n{touch}"
-              f"        __normlab_tripped__.append({name!r})\n"
-              f"        raise RuntimeError('this part must be computed without normlab_core.{name}')\n"
-              f"    return _tripwire\n")
-    scope: dict = {}
-    exec(compile(source, "<tripwire>", "exec"), scope)  # noqa: S102
-    code = scope["_outer"]().__code__
-    return code if code.co_freevars == freevars else None
+@dataclasses.dataclass
+class Case:
+    request: dict
+    verify: object          # verify(result) -> None; raises CheckFailed
+    hidden: bool = True
 
 
-def _core_functions(modules: tuple[str, ...]) -> list:
-    """The functions defined in the given normlab_core submodules (and their classes), with their names."""
-    found = []
-    for modname in modules:
-        module = sys.modules.get(f"normlab_core.{modname}")
-        if module is None:
-            continue
-        for name, obj in list(vars(module).items()):
-            if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
-                found.append((f"{modname}.{name}", obj))
-            elif isinstance(obj, type) and obj.__module__ == module.__name__:
-                for attr, meth in list(vars(obj).items()):
-                    if isinstance(meth, types.FunctionType):
-                        found.append((f"{modname}.{name}.{attr}", meth))
-    return found
+@dataclasses.dataclass
+class Plan:
+    grade_id: str
+    part: str
+    cases: list
+    tripwire: tuple = ()
+
+    def calls(self) -> list:
+        return [c.request for c in self.cases]
+
+    def counts(self) -> tuple[int, int]:
+        hidden = sum(c.hidden for c in self.cases)
+        return len(self.cases) - hidden, hidden
 
 
-@contextlib.contextmanager
-def _tripwires(modules: tuple[str, ...], tripped: list):
-    """Swap the code of normlab_core's functions in `modules` for a tripwire that records the call."""
-    saved = []
-    try:
-        for qualname, fn in _core_functions(modules):
-            code = _tripwire_code(qualname, fn.__code__.co_freevars)
-            if code is None:
-                continue
-            saved.append((fn, fn.__code__))
-            fn.__globals__["__normlab_tripped__"] = tripped
-            fn.__code__ = code
-        yield
-    finally:
-        for fn, code in saved:
-            fn.__code__ = code
-            fn.__globals__.pop("__normlab_tripped__", None)
+@dataclasses.dataclass
+class Context:
+    """What the checks depend on besides the answers: the seed, and the notebook's public inputs (the values
+    its locked data cells compute: `x_check`, `gamma_check`, `dy_check`, `x_input`, `weights`)."""
+
+    seed: int = COURSE_SEED
+    data: dict = dataclasses.field(default_factory=dict)
 
 
-def _no_delegation(part: str, modules: tuple[str, ...], thunk):
-    """Run thunk() with tripwires; fail if it reached normlab_core's own implementation."""
-    tripped: list = []
-    with _tripwires(modules, tripped):
-        try:
-            result = thunk()
-        except HiddenCheckFailed:
-            if not tripped:
-                raise
-            result = None
-    if tripped:
-        raise HiddenCheckFailed(
-            f"{part} calls normlab_core's own implementation (normlab_core.{tripped[0]}); this part asks "
-            "you to write the computation yourself, so it scores 0. Replace the call with your own code.")
-    return result
+# --- reading the answers (plain data from the sandbox) -----------------------------------------------------
+
+def _kind(desc: dict) -> str:
+    t = desc.get("t")
+    if t in ("int", "float", "bool", "str", "none", "tuple", "list", "function"):
+        return {"none": "None", "function": "a function"}.get(t, t) if "cls" not in desc else desc["cls"]
+    if t == "ndarray":
+        return f"a NumPy array of dtype {desc.get('dtype')}"
+    if t == "npscalar":
+        return f"numpy.{desc.get('dtype')}"
+    return desc.get("cls", t or "?")
 
 
-# --- references, from first principles -------------------------------------------------------------------
+def value_of(result: dict, what: str) -> dict:
+    """The described value of a call or a name; fails with the reason if there is none."""
+    if "missing" in result:
+        raise CheckFailed(f"`{result['missing']}` is not defined: run the answer cell that defines it")
+    if "notcallable" in result:
+        raise CheckFailed(f"{what} is not a function (found {_kind(result['notcallable'])})")
+    if "error" in result:
+        err = result["error"]
+        message = str(err.get("message", ""))[:300]
+        raise CheckFailed(f"{what} raised {err.get('type', 'an error')}" + (f": {message}" if message else ""))
+    if "value" not in result or not isinstance(result["value"], dict):
+        raise CheckFailed(f"{what} returned nothing the grader could read")
+    return result["value"]
+
+
+def real(desc: dict, what: str) -> float:
+    """Any real scalar: int, float (or a subclass, read as the built-in value), a NumPy integer or float
+    scalar, a 0-d real array. Not bool, not complex, not a string."""
+    t = desc.get("t")
+    if t in ("int", "float") and isinstance(desc.get("v"), (int, float)):
+        return float(desc["v"])
+    if t == "npscalar" and isinstance(desc.get("v"), (int, float)) and desc.get("dtype") != "bool":
+        return float(desc["v"])
+    if t == "ndarray" and desc.get("shape") == [] and desc.get("dtype", "").startswith(("float", "int", "uint")):
+        return float(desc["data"][0])
+    raise CheckFailed(f"{what} must be a real number, got {_kind(desc)}")
+
+
+def integer(desc: dict, what: str) -> int:
+    """An integer: int (or a subclass, read as the built-in value) or a NumPy integer scalar; not a float."""
+    t = desc.get("t")
+    if t == "int" and isinstance(desc.get("v"), int):
+        return int(desc["v"])
+    if t == "npscalar" and isinstance(desc.get("v"), int) and desc.get("dtype", "").startswith(("int", "uint")):
+        return int(desc["v"])
+    raise CheckFailed(f"{what} must return integers, got {_kind(desc)}")
+
+
+def _flatten(desc: dict, what: str):
+    """(flat list of floats, shape) of an array-like of real numbers."""
+    t = desc.get("t")
+    if t == "ndarray":
+        if desc.get("data") is None or desc.get("dtype") == "bool":
+            raise CheckFailed(f"{what} must return real numbers, got {_kind(desc)}")
+        return [float(v) for v in desc["data"]], tuple(desc["shape"])
+    if t in ("list", "tuple"):
+        items = desc.get("items", [])
+        if t == "tuple" and desc.get("len", len(items)) != len(items):
+            raise CheckFailed(f"{what} returned a tuple that is too long")
+        if not items:
+            return [], (0,)
+        parts = [_flatten(item, what) for item in items]
+        inner = {p[1] for p in parts}
+        if len(inner) != 1:
+            raise CheckFailed(f"{what} returned a ragged nested list")
+        flat = [v for p in parts for v in p[0]]
+        return flat, (len(items), *parts[0][1])
+    if t not in ("int", "float", "npscalar"):
+        raise CheckFailed(f"{what} must be an array of numbers, got {_kind(desc)}")
+    return [real(desc, what)], ()
+
+
+def array(desc: dict, shape: tuple, what: str) -> list:
+    """The answer as a flat list of floats; fails unless it is an array-like of reals of this shape."""
+    flat, got = _flatten(desc, what)
+    if tuple(got) != tuple(shape):
+        raise CheckFailed(f"{what} returned shape {tuple(got)} where {tuple(shape)} was expected")
+    return flat
+
+
+def _worst(got: list, want: list) -> float:
+    """The largest |got - want|; NaN where one is NaN and the other is not (NaN against NaN counts as 0), inf
+    where infinities differ."""
+    g = np.array(got, dtype=np.float64)
+    w = np.array(want, dtype=np.float64)
+    if g.shape != w.shape:
+        raise CheckFailed("a result of the wrong length")
+    gnan, wnan = np.isnan(g), np.isnan(w)
+    if np.any(gnan != wnan):
+        return math.nan
+    both = ~(gnan | wnan)
+    g, w = g[both], w[both]
+    ginf, winf = np.isinf(g), np.isinf(w)
+    if np.any((ginf | winf) & (g != w)):
+        return math.inf
+    finite = ~(ginf | winf)
+    return float(np.max(np.abs(g[finite] - w[finite]), initial=0.0))
+
+
+def close(got: list, want: list, rtol: float, scale: float | None = None) -> float | None:
+    """None if every entry of got is within rtol * scale of want (scale: the largest |want|, unless given);
+    otherwise the largest difference relative to that scale."""
+    if scale is None:
+        scale = max((abs(w) for w in want if math.isfinite(w)), default=0.0)
+    scale = max(scale, 1e-300)
+    worst = _worst(got, want)
+    if math.isnan(worst) or worst > rtol * scale:
+        return worst / scale
+    return None
+
+
+def _show(values: list, shape=None) -> str:
+    shown = np.round(np.array(values, dtype=np.float64), 6)
+    if shape is not None and len(shape) > 1:
+        shown = shown.reshape(shape)
+    return np.array2string(shown, separator=", ", threshold=24)
+
+
+def expect_close(got, want, rtol, message, *, scale=None, shape=None, visible=False) -> None:
+    off = close(got, want, rtol, scale)
+    if off is not None:
+        if visible:
+            raise CheckFailed(f"{message}: returned {_show(got, shape)}, expected {_show(want, shape)}")
+        how = "NaN where a number was expected (or a number where NaN was)" if math.isnan(off) else (
+            f"off by up to {off:.1e} of its size (allowed: {rtol:.0e})")
+        raise CheckFailed(f"{message}: {how}")
+
+
+# --- references, from the definitions --------------------------------------------------------------------
+
+def _mean(values: list) -> float:
+    return math.fsum(values) / len(values)
+
 
 def _layer_norm_row(row: list, eps: float) -> list:
-    n = len(row)
-    mean = sum(row) / n
+    mean = _mean(row)
     centred = [v - mean for v in row]
-    var = sum(c * c for c in centred) / n
-    scale = _sqrt(var + eps)
-    return [c / scale for c in centred]
+    scale = math.sqrt(math.fsum(c * c for c in centred) / len(row) + eps)
+    return [c / scale if scale else math.nan for c in centred]
 
 
 def _rms_backward_row(dy: list, x: list, gamma, eps: float) -> list:
     n = len(x)
     g = [d * (1.0 if gamma is None else gamma[i]) for i, d in enumerate(dy)]
-    r = _sqrt(sum(v * v for v in x) / n + eps)
-    dot = sum(gi * xi for gi, xi in zip(g, x, strict=True))
-    # y_i = gamma_i x_i / r, dr/dx_j = x_j / (n r): dL/dx_j = g_j / r - x_j * sum_i(g_i x_i) / (n r^3)
+    r = math.sqrt(math.fsum(v * v for v in x) / n + eps)
+    dot = math.fsum(gi * xi for gi, xi in zip(g, x, strict=True))
+    # y_i = gamma_i x_i / r and dr/dx_j = x_j / (n r): dL/dx_j = g_j / r - x_j * sum_i(g_i x_i) / (n r^3)
     return [gj / r - xj * dot / (n * r * r * r) for gj, xj in zip(g, x, strict=True)]
 
 
-def _magnitudes(x_rows: list, ws: list, normalize: bool) -> list:
-    h = [list(r) for r in x_rows]
+def _backward_reference(shape, x: list, dy: list, gamma, eps: float) -> list:
+    d = shape[-1]
+    out = []
+    for i in range(0, len(x), d):
+        out.extend(_rms_backward_row(dy[i:i + d], x[i:i + d], gamma, eps))
+    return out
+
+
+def _magnitudes(x, ws, normalize: bool) -> list:
+    """RMS of h after each layer h <- max(0, h W) (then a LayerNorm without gamma and beta, eps 1e-5)."""
+    h = np.array(x, dtype=np.float64)
     out = []
     for w in ws:
-        width = len(w[0])
-        h = [[max(0.0, sum(row[k] * w[k][j] for k in range(len(row)))) for j in range(width)] for row in h]
+        h = np.maximum(h @ np.array(w, dtype=np.float64), 0.0)
         if normalize:
-            h = [_layer_norm_row(row, 1e-5) for row in h]
-        total = sum(v * v for row in h for v in row)
-        out.append(_sqrt(total / (len(h) * width)))
+            centred = h - h.mean(axis=-1, keepdims=True)
+            h = centred / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + 1e-5)
+        out.append(math.sqrt(float((h * h).mean())))
     return out
 
 
@@ -299,27 +310,28 @@ class _Tally:
     def __init__(self, counts: dict, value: float = 1.0):
         self.counts, self.value = counts, value
 
-    def _op(self, kind, other, value):
+    def _op(self, kind, value):
         self.counts[kind] += 1
         return _Tally(self.counts, value)
 
-    def _v(self, o):
+    @staticmethod
+    def _v(o):
         return o.value if isinstance(o, _Tally) else o
 
     def __add__(self, o):
-        return self._op("add", o, self.value + self._v(o))
+        return self._op("add", self.value + self._v(o))
 
     def __sub__(self, o):
-        return self._op("add", o, self.value - self._v(o))
+        return self._op("add", self.value - self._v(o))
 
     def __mul__(self, o):
-        return self._op("mul", o, self.value * self._v(o))
+        return self._op("mul", self.value * self._v(o))
 
     def __truediv__(self, o):
-        return self._op("mul", o, self.value / self._v(o))
+        return self._op("mul", self.value / self._v(o))
 
     def __rtruediv__(self, o):
-        return self._op("mul", o, self._v(o) / self.value)
+        return self._op("mul", self._v(o) / self.value)
 
 
 def _sum_tallies(values):
@@ -329,8 +341,28 @@ def _sum_tallies(values):
     return total
 
 
-def _counts(norm: str, d: int) -> tuple:
-    """(multiplications, additions) of one row of d numbers, by running the convention's steps on tallies."""
+_COUNTS: dict = {}
+
+
+def counts(norm: str, d: int) -> tuple:
+    """(multiplications, additions) of one row of d numbers under the convention.
+
+    Up to d = 64 they come from running the convention's steps on tallies. Every step costs a fixed number
+    of operations per entry plus a fixed number per row, so the counts are affine in d: larger sizes are
+    extrapolated from the tallies at 48 and 64, after checking the tally at 56 lies on the same line."""
+    if (norm, d) in _COUNTS:
+        return _COUNTS[norm, d]
+    if d > 64:
+        lo, mid, hi = counts(norm, 48), counts(norm, 56), counts(norm, 64)
+        slope = [(h - low) // 16 for h, low in zip(hi, lo, strict=True)]
+        if any(m != low + 8 * s for m, low, s in zip(mid, lo, slope, strict=True)):
+            raise RuntimeError("the counts are not affine in d: extrapolation is not valid")
+        _COUNTS[norm, d] = tuple(h + (d - 64) * s for h, s in zip(hi, slope, strict=True))
+        return _COUNTS[norm, d]
+    return _tally_counts(norm, d)
+
+
+def _tally_counts(norm: str, d: int) -> tuple:
     c = {"mul": 0, "add": 0}
     xs = [_Tally(c, float(i % 5) - 1.5) for i in range(d)]
     gamma = [_Tally(c, 1.25)] * d
@@ -339,312 +371,528 @@ def _counts(norm: str, d: int) -> tuple:
         mean = _sum_tallies(xs) / d
         dev = [x - mean for x in xs]
         var = _sum_tallies([v * v for v in dev]) / d
-        inv = 1.0 / _Tally(c, _sqrt((var + 1e-5).value))  # the square root is free
+        inv = 1.0 / _Tally(c, math.sqrt((var + 1e-5).value))  # the square root is free
         [gamma[i] * (dev[i] * inv) + beta[i] for i in range(d)]
     else:
         ms = _sum_tallies([x * x for x in xs]) / d
-        inv = 1.0 / _Tally(c, _sqrt((ms + 1e-5).value))
+        inv = 1.0 / _Tally(c, math.sqrt((ms + 1e-5).value))
         [gamma[i] * (xs[i] * inv) for i in range(d)]
-    return c["mul"], c["add"]
+    _COUNTS[norm, d] = (c["mul"], c["add"])
+    return _COUNTS[norm, d]
 
 
-# --- the checks, one per grade cell -----------------------------------------------------------------------
+# --- the checks, one per check cell ------------------------------------------------------------------------
 
-_ALL_CORE = ("norms", "stats", "backward", "gradcheck", "blocked", "opcount", "residual", "moments")
+ALL_CORE = ("norms", "stats", "backward", "gradcheck", "opcount", "residual", "moments")
+EPS_CYCLE = (0.0, 1e-8, 1e-5, 1e-2, 1.0)   # hidden cases go through these in turn, so every seed has each
+LN_RTOL = 1e-7   # LayerNorm outputs, relative to the largest |output| (rounding of a one-pass variance fits)
+ZERO = 1e-6      # "zero" for LayerNorm of a constant vector: far below the O(1) entries of a real output
 
 
-def _ex1_cases(draws: _Draws, n_cases: int):
-    for _ in range(n_cases):
+def _ex1_cases(draws: _Draws, n: int):
+    for i in range(n):
         d = draws.integer(2, 40)
         centre, spread = draws.uniform(-20.0, 20.0), draws.uniform(0.01, 3.0)
-        yield [centre + spread * v for v in draws.vector(d)], draws.choice([0.0, 1e-8, 1e-5, 1e-2, 1.0])
+        yield [centre + spread * v for v in draws.vector(d)], EPS_CYCLE[i % len(EPS_CYCLE)]
 
 
-def check_ex1_function(ns: dict) -> str:
-    fn = _need(ns, "layer_norm_vector")
-    draws = _Draws(81_301)
+def _check_vector(fn: str, x: list, eps: float, want: list, message: str, visible=False) -> Case:
+    def verify(result):
+        got = array(value_of(result, fn), (len(x),), fn)
+        expect_close(got, want, LN_RTOL, message, visible=visible)
 
-    def run_all():
-        for row, eps in _ex1_cases(draws, 20):
-            got = _floats(_call("layer_norm_vector", fn, _array(row), eps=eps), (len(row),), "layer_norm_vector")
-            _expect_close(got, _layer_norm_row(row, eps), 1e-9, 1e-12,
-                          f"1(a): wrong result for a hidden vector of length {len(row)} with eps={eps:g}")
-        for _ in range(5):
-            d, value, eps = draws.integer(2, 30), float(draws.integer(-100, 100)), draws.choice([1e-8, 1e-5, 1.0])
-            got = _floats(_call("layer_norm_vector", fn, _array([value] * d), eps=eps), (d,), "layer_norm_vector")
-            if any(v != 0.0 for v in got):
-                raise HiddenCheckFailed(f"1(a): a constant vector with eps={eps:g} must give exact zeros")
-        return 25
-
-    n = _no_delegation("1(a)", _ALL_CORE, run_all)
-    return f"1(a): {n} hidden cases passed"
+    return Case(call(fn, arr(x), eps=eps), verify, hidden=not visible)
 
 
-def check_ex1_results(ns: dict) -> str:
-    with_eps = _floats(_need(ns, "with_eps"), (4,), "with_eps")
-    without_eps = _floats(_need(ns, "without_eps"), (4,), "without_eps")
-    if any(v != 0.0 for v in with_eps):
-        raise HiddenCheckFailed("1(b): with_eps is not what LayerNorm gives for the constant vector")
-    if not all(_is_nan(v) for v in without_eps):
-        raise HiddenCheckFailed("1(b): without_eps is not what LayerNorm gives for the constant vector")
-    # The two answers must be what the student's own function gives, on other constant vectors too.
-    fn = _need(ns, "layer_norm_vector")
-    draws = _Draws(40_417)
+def _check_zeros(fn: str, x: list, eps: float, message: str, visible=False) -> Case:
+    def verify(result):
+        got = array(value_of(result, fn), (len(x),), fn)
+        if not all(abs(v) <= ZERO for v in got):  # NaN fails too
+            raise CheckFailed(f"{message}: returned {_show(got)}" if visible else message)
+
+    return Case(call(fn, arr(x), eps=eps), verify, hidden=not visible)
+
+
+def plan_ex1_function(ctx: Context) -> Plan:
+    x = [1.0, 2.0, 3.0, 4.0]
+    cases = [_check_vector("layer_norm_vector", x, eps, _layer_norm_row(x, eps),
+                           f"1(a): layer_norm_vector([1, 2, 3, 4], eps={eps:g})", visible=True) for eps in (1e-5, 0.5)]
+    cases.append(_check_zeros("layer_norm_vector", [5.0] * 4, 1e-5,
+                              "1(a): layer_norm_vector([5, 5, 5, 5], eps=1e-5) should give four zeros", visible=True))
+    draws = draws_for(ctx.seed, "test_ex1_function")
+    for row, eps in _ex1_cases(draws, 20):
+        cases.append(_check_vector("layer_norm_vector", row, eps, _layer_norm_row(row, eps),
+                                   f"1(a): wrong result for a hidden vector of length {len(row)} with eps={eps:g}"))
+    for i in range(5):
+        d, value, eps = draws.integer(2, 30), float(draws.integer(-100, 100)), (1e-8, 1e-5, 1.0)[i % 3]
+        cases.append(_check_zeros("layer_norm_vector", [value] * d, eps,
+                                  f"1(a): a hidden constant vector of length {d} with eps={eps:g} should give zeros"))
+    return Plan("test_ex1_function", "1(a)", cases, ALL_CORE)
+
+
+def _all_nan(desc_result, fn, n, message):
+    got = array(value_of(desc_result, fn), (n,), fn)
+    if not all(math.isnan(v) for v in got):
+        raise CheckFailed(message)
+
+
+def plan_ex1_results(ctx: Context) -> Plan:
+    def with_eps(result):
+        got = array(value_of(result, "with_eps"), (4,), "with_eps")
+        if not all(abs(v) <= ZERO for v in got):
+            raise CheckFailed(f"1(b): with_eps is {_show(got)}, but LayerNorm with eps=1e-5 gives four zeros for "
+                              "the constant vector")
+
+    def without_eps(result):
+        _all_nan(result, "without_eps", 4, "1(b): without_eps should hold what LayerNorm without eps gives for the "
+                 "constant vector; store what your function returns (run the call and look)")
+
+    cases = [Case(get("with_eps"), with_eps, False), Case(get("without_eps"), without_eps, False)]
+    draws = draws_for(ctx.seed, "test_ex1_results")
     for _ in range(4):
-        d, value = draws.integer(2, 12), draws.uniform(-50.0, 50.0)
-        zero = _floats(_call("layer_norm_vector", fn, _array([value] * d), eps=0.0), (d,), "layer_norm_vector")
-        tiny = _floats(_call("layer_norm_vector", fn, _array([value] * d), eps=1e-5), (d,), "layer_norm_vector")
-        if not all(_is_nan(v) for v in zero) or any(v != 0.0 for v in tiny):
-            raise HiddenCheckFailed("1(b): your layer_norm_vector does not give these results on other constant "
-                                    "vectors; the answers must come from running your function")
-    return "1(b): hidden cases passed"
+        # Quarter-integers: the sum of d of them is exact in any order, so every correct mean is exactly
+        # the value and every deviation exactly 0 (random reals would make this depend on rounding).
+        d, value = draws.integer(2, 12), draws.integer(-200, 200) / 4.0
+        message = ("1(b): your layer_norm_vector does not give these results on other constant vectors; the "
+                   "answers must come from running your function")
+        cases.append(Case(call("layer_norm_vector", arr([value] * d), eps=0.0),
+                          lambda r, d=d, m=message: _all_nan(r, "layer_norm_vector", d, m)))
+        cases.append(_check_zeros("layer_norm_vector", [value] * d, 1e-5, message))
+    return Plan("test_ex1_results", "1(b)", cases)
 
 
-def check_ex1_why(ns: dict) -> str:
-    fn = _need(ns, "deviations_and_scale")
-    draws = _Draws(55_003)
+def _pair(result, n, what="deviations_and_scale"):
+    desc = value_of(result, what)
+    if desc.get("t") not in ("tuple", "list") or len(desc.get("items", [])) != 2 or desc.get("len", 2) != 2:
+        raise CheckFailed(f"1(c): {what} must return a pair (numerator, denominator), got {_kind(desc)}")
+    num = array(desc["items"][0], (n,), "the numerator of deviations_and_scale")
+    den = real(desc["items"][1], "the denominator of deviations_and_scale")
+    return num, den
+
+
+def plan_ex1_why(ctx: Context) -> Plan:
+    def visible(result):
+        num, den = _pair(result, 4)
+        expect_close(num, [-1.5, -0.5, 0.5, 1.5], 1e-9, "1(c): for x = [1, 2, 3, 4] the numerator", visible=True)
+        expect_close([den], [math.sqrt(1.5)], 1e-9, "1(c): for x = [1, 2, 3, 4] and eps = 0.25 the denominator",
+                     visible=True)
+
+    def zero_over_zero(result):
+        desc = value_of(result, "zero_over_zero")
+        if desc.get("t") == "str":
+            ok = desc["v"].strip().lower() == "nan"
+        else:
+            try:
+                ok = math.isnan(real(desc, "zero_over_zero"))
+            except CheckFailed:
+                ok = False
+        if not ok:
+            raise CheckFailed('1(c): zero_over_zero is not what IEEE 754 gives for 0.0 / 0.0 (set it to "nan" or '
+                              '"inf", whichever you observe)')
+
+    cases = [Case(call("deviations_and_scale", arr([1.0, 2.0, 3.0, 4.0]), 0.25), visible, False),
+             Case(get("zero_over_zero"), zero_over_zero, False)]
+    draws = draws_for(ctx.seed, "test_ex1_why")
     for row, eps in _ex1_cases(draws, 12):
-        result = _call("deviations_and_scale", fn, _array(row), eps)
-        if not isinstance(result, (_TUPLE, _LIST)) or len(result) != 2:
-            raise HiddenCheckFailed("1(c): deviations_and_scale must return a pair (numerator, denominator)")
-        num = _floats(result[0], (len(row),), "the numerator of deviations_and_scale")
-        (den,) = _floats([result[1]], (1,), "the denominator of deviations_and_scale")
-        mean = sum(row) / len(row)
+        mean = _mean(row)
         want_num = [v - mean for v in row]
-        want_den = _sqrt(sum(c * c for c in want_num) / len(row) + eps)
-        _expect_close(num, want_num, 1e-9, 1e-9, f"1(c): wrong numerator for a hidden vector with eps={eps:g}")
-        _expect_close([den], [want_den], 1e-9, 1e-15, f"1(c): wrong denominator for a hidden vector with eps={eps:g}")
-    answer = _need(ns, "zero_over_zero")
-    if _TYPE(answer) is not _STR or answer.strip().lower() != "nan":
-        raise HiddenCheckFailed("1(c): zero_over_zero is not what IEEE 754 gives for 0.0 / 0.0")
-    return "1(c): hidden cases passed"
+        want_den = math.sqrt(math.fsum(c * c for c in want_num) / len(row) + eps)
+        size = max(abs(v) for v in row)  # x - mean rounds at the scale of x, not of the (small) deviations
+
+        def verify(result, row=row, eps=eps, want_num=want_num, want_den=want_den, size=size):
+            num, den = _pair(result, len(row))
+            expect_close(num, want_num, 1e-9, f"1(c): wrong numerator for a hidden vector with eps={eps:g}",
+                         scale=size)
+            expect_close([den], [want_den], LN_RTOL, f"1(c): wrong denominator for a hidden vector with eps={eps:g}")
+
+        cases.append(Case(call("deviations_and_scale", arr(row), eps), verify))
+    return Plan("test_ex1_why", "1(c)", cases)
 
 
-def _ex2_cases(draws: _Draws, n_cases: int, with_batch: bool):
-    for _ in range(n_cases):
-        lead = [draws.integer(1, 4) for _ in range(draws.integer(0, 2 if with_batch else 0))]
-        d = draws.integer(2, 24)
-        shape = (*lead, d)
-        size = d
-        for n in lead:
-            size *= n
-        scale = draws.uniform(0.1, 5.0)
-        x = [scale * v for v in draws.vector(size)]
-        dy = draws.vector(size)
-        gamma = None if draws.unit() < 0.3 else draws.vector(d, -2.0, 2.0)
-        eps = draws.choice([0.0, 1e-6, 1e-5, 1e-2, 1.0])
-        yield shape, x, dy, gamma, eps
+def _ex2_case(draws: _Draws, i: int, batch: bool):
+    lead = [draws.integer(1, 4) for _ in range(draws.integer(0, 2) if batch else 0)]
+    d = draws.integer(2, 24)
+    shape = (*lead, d)
+    size = math.prod(shape)
+    scale = draws.uniform(0.1, 5.0)
+    x = [scale * v for v in draws.vector(size)]
+    dy = draws.vector(size)
+    gamma = None if i % 3 == 0 else draws.vector(d, -2.0, 2.0)
+    return shape, x, dy, gamma, EPS_CYCLE[i % len(EPS_CYCLE)]
 
 
-def _backward_reference(shape, x, dy, gamma, eps) -> list:
-    d = shape[-1]
-    out = []
-    for xr, dr in zip(_rows(x, d), _rows(dy, d), strict=True):
-        out.extend(_rms_backward_row(dr, xr, gamma, eps))
-    return out
+BACKWARD_RTOL = 1e-8
 
 
-def _check_backward(ns: dict, seed: int, n_cases: int, with_batch: bool) -> int:
-    fn = _need(ns, "rmsnorm_backward")
-    draws = _Draws(seed)
+def _backward_case(shape, x, dy, gamma, eps, message, visible=False) -> Case:
+    want = _backward_reference(shape, x, dy, gamma, eps)
 
-    def run_all():
-        for shape, x, dy, gamma, eps in _ex2_cases(draws, n_cases, with_batch):
-            g = None if gamma is None else _array(gamma)
-            got = _floats(_call("rmsnorm_backward", fn, _array(dy, shape), _array(x, shape), g, eps=eps), shape,
-                          "rmsnorm_backward")
-            _expect_close(got, _backward_reference(shape, x, dy, gamma, eps), 1e-8, 1e-11,
-                          f"2(a): wrong gradient for a hidden input of shape {shape}, "
-                          f"{'no gamma' if gamma is None else 'with gamma'}, eps={eps:g}")
-        return n_cases
+    def verify(result):
+        got = array(value_of(result, "rmsnorm_backward"), shape, "rmsnorm_backward")
+        expect_close(got, want, BACKWARD_RTOL, message, shape=shape, visible=visible)
 
-    return _no_delegation("2(a)", ("backward", "gradcheck"), run_all)
+    g = None if gamma is None else arr(gamma)
+    return Case(call("rmsnorm_backward", arr(dy, shape), arr(x, shape), g, eps=eps), verify, hidden=not visible)
 
 
-def check_ex2_backward(ns: dict) -> str:
-    n = _check_backward(ns, 23_011, 6, with_batch=False)
-    return f"2(a): {n} hidden single-row cases passed"
+def _flat(a) -> list:
+    return [float(v) for v in np.asarray(a, dtype=np.float64).reshape(-1)]
 
 
-def check_ex2_hidden(ns: dict) -> str:
-    n = _check_backward(ns, 70_919, 25, with_batch=True)
-    return f"2(a): {n} hidden batched cases passed"
+def _visible_data(ctx: Context, *names):
+    missing = [n for n in names if n not in ctx.data]
+    if missing:
+        raise KeyError(f"the notebook's data cells did not define {missing}")
+    return [ctx.data[n] for n in names]
 
 
-def check_ex2_central_difference(ns: dict) -> str:
-    fn = _need(ns, "central_difference")
-    draws = _Draws(11_113)
-
-    def cube(v):
-        return v * v * v
-
-    def scaled(v):
-        return v * (v * v).sum()
-
-    def run_all():
-        for _ in range(4):
-            shape = (draws.integer(1, 3), draws.integer(2, 5))
-            size = shape[0] * shape[1]
-            x, dy = draws.vector(size, -1.5, 1.5), draws.vector(size)
-            arr = _array(x, shape)
-            got = _floats(_call("central_difference", fn, cube, arr, _array(dy, shape)), shape, "central_difference")
-            if _floats(arr, shape, "x") != x:
-                raise HiddenCheckFailed("2(b): central_difference changed the caller's x")
-            _expect_close(got, [3.0 * v * v * w for v, w in zip(x, dy, strict=True)], 0.0, 1e-7,
-                          f"2(b): wrong gradient of a hidden cubic on shape {shape}")
-            s, sdy = sum(v * v for v in x), sum(v * w for v, w in zip(x, dy, strict=True))
-            got = _floats(_call("central_difference", fn, scaled, _array(x, shape), _array(dy, shape)), shape,
-                          "central_difference")
-            _expect_close(got, [w * s + 2.0 * sdy * v for v, w in zip(x, dy, strict=True)], 0.0, 1e-6,
-                          f"2(b): wrong gradient of a hidden function on shape {shape}")
-        return 8
-
-    n = _no_delegation("2(b)", ("gradcheck", "backward"), run_all)
-    return f"2(b): {n} hidden cases passed"
+def plan_ex2_backward(ctx: Context) -> Plan:
+    x, gamma, dy = _visible_data(ctx, "x_check", "gamma_check", "dy_check")
+    shape = tuple(np.shape(x))
+    cases = [
+        _backward_case(shape, _flat(x), _flat(dy), _flat(gamma), 1e-5,
+                       "2(a): rmsnorm_backward(dy_check, x_check, gamma_check, eps=1e-5)", visible=True),
+        _backward_case(shape, _flat(x), _flat(dy), None, 0.0,
+                       "2(a): rmsnorm_backward(dy_check, x_check, None, eps=0.0)", visible=True),
+    ]
+    draws = draws_for(ctx.seed, "test_ex2_backward")
+    for i in range(6):
+        shape_i, xi, dyi, gi, eps = _ex2_case(draws, i, batch=False)
+        cases.append(_backward_case(shape_i, xi, dyi, gi, eps,
+                                    f"2(a): wrong gradient for a hidden row of {shape_i[-1]}, "
+                                    f"{'no gamma' if gi is None else 'with gamma'}, eps={eps:g}"))
+    return Plan("test_ex2_backward", "2(a)", cases, ("backward", "gradcheck"))
 
 
-def check_ex2_check(ns: dict) -> str:
-    gap_fn = _need(ns, "gradient_gap")
-    answer = _need(ns, "max_abs_diff")
-    if _TYPE(answer) is not _FLOAT or not 0.0 < answer < 1e-6:
-        raise HiddenCheckFailed("2(c): max_abs_diff must be a float strictly between 0 and 1e-6")
-    draws = _Draws(6_007)
+def plan_ex2_hidden(ctx: Context) -> Plan:
+    one = [float(v) for v in range(1, 6)]
+    batch = [float(v) for v in range(1, 31)]
+    cases = [
+        _backward_case((5,), one, [1.0] * 5, None, 1e-5, "2(a): rmsnorm_backward(np.ones(5), np.arange(1.0, 6.0))",
+                       visible=True),
+        _backward_case((2, 3, 5), batch, [1.0] * 30, None, 1e-5,
+                       "2(a): a batch of shape (2, 3, 5) (rows are independent: reduce over the last axis only)",
+                       visible=True),
+    ]
+    draws = draws_for(ctx.seed, "test_ex2_hidden")
+    for i in range(25):
+        shape, x, dy, gamma, eps = _ex2_case(draws, i, batch=True)
+        cases.append(_backward_case(shape, x, dy, gamma, eps,
+                                    f"2(a): wrong gradient for a hidden input of shape {shape}, "
+                                    f"{'no gamma' if gamma is None else 'with gamma'}, eps={eps:g}"))
+    return Plan("test_ex2_hidden", "2(a)", cases, ("backward", "gradcheck"))
+
+
+_FUNCTIONS = {
+    "sin": (np.sin, np.cos),
+    "square": (lambda v: v * v, lambda v: 2 * v),
+}
+
+
+def _fd_case(function: str, x: list, dy: list, shape, message: str, visible=False) -> Case:
+    xa, dya = np.array(x).reshape(shape), np.array(dy).reshape(shape)
+    if function == "cube":
+        values, want = xa ** 3, 3.0 * xa * xa * dya
+    elif function == "scaled":
+        s = float((xa * xa).sum())
+        values, want = xa * s, dya * s + 2.0 * float((xa * dya).sum()) * xa
+    else:
+        f, df = _FUNCTIONS[function]
+        values, want = f(xa), dya * df(xa)
+    # Central differences with h = 1e-6: truncation ~h^2, rounding ~1e-16 * |L| / h with L = sum(dy * f(x)).
+    # Allow 1e-8 * (1 + sum|dy * f(x)|), 45 times that rounding; a one-sided difference is off by ~h.
+    tol = 1e-8 * (1.0 + float(np.abs(dya * values).sum()))
+    want_flat = _flat(want)
+
+    def verify(result):
+        got = array(value_of(result, "central_difference"), shape, "central_difference")
+        after = result.get("args_after", {}).get("1")
+        if after is None or _flatten(after, "x")[0] != [float(v) for v in x]:
+            raise CheckFailed("2(b): central_difference changed the caller's x; move the entries of a copy")
+        expect_close(got, want_flat, 1.0, message, scale=tol, shape=shape, visible=visible)
+
+    return Case(call("central_difference", {"function": function}, arr(x, shape), arr(dy, shape), keep=[1]), verify,
+                hidden=not visible)
+
+
+def plan_ex2_central_difference(ctx: Context) -> Plan:
+    cases = [
+        _fd_case("sin", [0.3, -1.2, 2.0], [1.0, 2.0, -0.5], (3,),
+                 "2(b): for f = sin at x = [0.3, -1.2, 2.0] with dy = [1, 2, -0.5] (expected dy * cos(x); a one-sided "
+                 "difference is not accurate enough)", visible=True),
+        _fd_case("square", [v / 4 for v in range(6)], [1.0] * 6, (2, 3),
+                 "2(b): for f(x) = x**2 on a 2 x 3 array with dy = 1 (expected 2x)", visible=True),
+    ]
+    draws = draws_for(ctx.seed, "test_ex2_central_difference")
+    for _ in range(4):
+        shape = (draws.integer(1, 3), draws.integer(2, 5))
+        size = shape[0] * shape[1]
+        x, dy = draws.vector(size, -1.5, 1.5), draws.vector(size)
+        cases.append(_fd_case("cube", x, dy, shape, f"2(b): wrong gradient of a hidden cubic on shape {shape}"))
+        cases.append(_fd_case("scaled", x, dy, shape, f"2(b): wrong gradient of a hidden function on shape {shape}"))
+    return Plan("test_ex2_central_difference", "2(b)", cases, ("gradcheck", "backward"))
+
+
+def plan_ex2_check(ctx: Context) -> Plan:
+    def stored(result):
+        value = real(value_of(result, "max_abs_diff"), "2(c): max_abs_diff")
+        if not 0.0 < value < 1e-6:
+            raise CheckFailed(f"2(c): max_abs_diff is {value:.1e}; your two gradients should agree to well under "
+                              "1e-6 but not exactly (a gap of 0 means both sides were computed the same way)")
+
+    draws = draws_for(ctx.seed, "test_ex2_check")
     shape = (2, 6)
     x, dy, gamma = draws.vector(12), draws.vector(12), draws.vector(6, 0.5, 1.5)
+    args = (arr(dy, shape), arr(x, shape), arr(gamma), 1e-5)
 
-    def gap():
-        value = _call("gradient_gap", gap_fn, _array(dy, shape), _array(x, shape), _array(gamma), 1e-5)
-        (v,) = _floats([value], (1,), "gradient_gap")
-        return v
+    def honest(result):
+        gap = real(value_of(result, "gradient_gap"), "2(c): gradient_gap")
+        if not 0.0 < gap < 1e-6:
+            raise CheckFailed(f"2(c): gradient_gap gives {gap:.1e} on hidden inputs where your two gradients should "
+                              "agree to well under 1e-6 but not exactly")
 
-    honest = gap()
-    if not 0.0 < honest < 1e-6:
-        raise HiddenCheckFailed(f"2(c): gradient_gap gives {honest:.2e} on hidden inputs where your two gradients "
-                                "should agree to well under 1e-6 but not exactly")
-    # The gap must really compare the two functions: break each one in turn and watch the gap grow.
+    def spoiled(name):
+        def verify(result):
+            gap = real(value_of(result, "gradient_gap"), "2(c): gradient_gap")
+            if not gap > 1e-3:
+                raise CheckFailed(f"2(c): gradient_gap does not change when {name} is wrong; it must compute both "
+                                  "gradients with your functions and compare them")
+        return verify
+
+    cases = [Case(get("max_abs_diff"), stored, False), Case(call("gradient_gap", *args), honest)]
     for name in ("rmsnorm_backward", "central_difference"):
-        original = _need(ns, name)
-
-        def broken(*args, _original=original, **kwargs):
-            return 1.5 * _np().asarray(_original(*args, **kwargs))
-
-        ns[name] = broken
-        try:
-            spoiled = gap()
-        finally:
-            ns[name] = original
-        if not spoiled > 1e-3:
-            raise HiddenCheckFailed(f"2(c): gradient_gap does not change when {name} is wrong; it must compute "
-                                    f"both gradients with your functions and compare them")
-    return "2(c): hidden cases passed"
+        cases.append(Case(call("gradient_gap", *args, replace={name: 1.5}), spoiled(name)))
+    return Plan("test_ex2_check", "2(c)", cases)
 
 
-def _ex3_case(draws: _Draws, rows: int, width: int, depth: int, gain: float):
+def _ex3_stack(draws: _Draws, rows: int, width: int, depth: int, gain: float):
     x = [draws.vector(width) for _ in range(rows)]
-    # uniform(-a, a) has standard deviation a / sqrt(3); pick a for a standard deviation of gain / sqrt(width)
-    a = gain / _sqrt(width) * _sqrt(3.0)
+    # uniform(-a, a) has standard deviation a / sqrt(3): pick a for a standard deviation of gain / sqrt(width)
+    a = gain / math.sqrt(width) * math.sqrt(3.0)
     ws = [[draws.vector(width, -a, a) for _ in range(width)] for _ in range(depth)]
     return x, ws
 
 
-def _check_magnitudes(ns: dict, cases) -> int:
-    fn = _need(ns, "layer_magnitudes")
-    n = 0
-    for x, ws in cases:
-        for normalize in (False, True):
-            x_arr = _array([v for r in x for v in r], (len(x), len(x[0])))
-            w_arrs = [_array([v for r in w for v in r], (len(w), len(w[0]))) for w in ws]
-            result = _call("layer_magnitudes", fn, x_arr, w_arrs, normalize)
-            if _TYPE(result).__name__ != "ndarray" or str(getattr(result, "dtype", "")) != "float64":
-                raise HiddenCheckFailed("3: layer_magnitudes must return a float64 numpy array")
-            got = _floats(result, (len(ws),), "layer_magnitudes")
-            _expect_close(got, _magnitudes(x, ws, normalize), 1e-6, 0.0,
-                          f"3: wrong magnitudes for a hidden stack of {len(ws)} layers of width {len(x[0])}, "
-                          f"normalize={normalize}")
-            n += 1
-    return n
+def _magnitude_values(result_desc, depth, what) -> list:
+    return array(result_desc, (depth,), what)
 
 
-def check_ex3_visible(ns: dict) -> str:
-    draws = _Draws(3_203)
-    n = _check_magnitudes(ns, [_ex3_case(draws, 6, 10, 4, 2.0)])
-    return f"3: {n} hidden cases passed"
+def _stack_cases(x, ws, message) -> list:
+    out = []
+    for normalize in (False, True):
+        want = _magnitudes(x, ws, normalize)
+
+        def verify(result, want=want, normalize=normalize):
+            got = _magnitude_values(value_of(result, "layer_magnitudes"), len(ws), "layer_magnitudes")
+            expect_close(got, want, 1e-6, f"{message}, normalize={normalize}", scale=1.0)
+            for g, w in zip(got, want, strict=True):
+                if not abs(g - w) <= 1e-6 * abs(w):
+                    raise CheckFailed(f"{message}, normalize={normalize}: off by more than the relative tolerance "
+                                      "1e-6")
+
+        out.append(Case(call("layer_magnitudes", arr(x), [arr(w) for w in ws], normalize), verify))
+    return out
 
 
-def check_ex3_hidden(ns: dict) -> str:
-    draws = _Draws(9_337)
-    cases = [_ex3_case(draws, 1, 8, 3, 2.0), _ex3_case(draws, 5, 12, 6, 0.5), _ex3_case(draws, 3, 16, 5, 1.0)]
-    n = _check_magnitudes(ns, cases)
-    return f"3: {n} hidden cases passed"
+def _relative_each(got, want, message):
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        if not abs(g - w) <= 1e-6 * abs(w):
+            raise CheckFailed(f"{message}: the magnitude after layer {k + 1} is {g:.7g}, expected {w:.7g}. The "
+                              "magnitude is the root mean square over all entries; ReLU comes before the LayerNorm.")
 
 
-def _check_counts(ns: dict, sizes) -> int:
-    for name, norm in (("layer_norm_ops", "layer"), ("rms_norm_ops", "rms")):
-        fn = _need(ns, name)
-        for d in sizes:
-            result = _call(name, fn, d)
-            if _TYPE(result) is not _TUPLE or len(result) != 2:
-                raise HiddenCheckFailed(f"4(a): {name}({d}) must return a tuple of two ints, got "
-                                        f"{_TYPE(result).__name__}")
-            if not all(_TYPE(n) is _INT for n in result):
-                raise HiddenCheckFailed(f"4(a): {name}({d}) must return plain Python ints, got "
-                                        f"({', '.join(_TYPE(n).__name__ for n in result)})")
-            want = _counts(norm, d)
-            if _INT.__ne__(result[0], want[0]) or _INT.__ne__(result[1], want[1]):
-                raise HiddenCheckFailed(f"4(a): {name}({d}) is not the count under the stated convention")
-    return len(sizes)
+def plan_ex3_visible(ctx: Context) -> Plan:
+    x, weights = _visible_data(ctx, "x_input", "weights")
+    depth = len(weights)
+    cases = []
+    for name, normalize in (("plain", False), ("normed", True)):
+        want = _magnitudes(x, weights, normalize)
+
+        def verify(result, name=name, want=want, normalize=normalize):
+            got = array(value_of(result, name), (depth,), name)
+            _relative_each(got, want, f"3: {name} ({'with' if normalize else 'without'} LayerNorm)")
+
+        cases.append(Case(get(name), verify, False))
+    draws = draws_for(ctx.seed, "test_ex3_visible")
+    cases += _stack_cases(*_ex3_stack(draws, 6, 10, 4, 2.0), "3: wrong magnitudes for a hidden stack of 4 layers of "
+                          "width 10")
+    return Plan("test_ex3_visible", "3", cases)
 
 
-def check_ex4_small(ns: dict) -> str:
-    _no_delegation("4(a)", ("opcount",), lambda: _check_counts(ns, (4, 5)))
-    return "4(a): hidden cases passed"
+def plan_ex3_hidden(ctx: Context) -> Plan:
+    x, weights = _visible_data(ctx, "x_input", "weights")
+    x2, w3 = np.asarray(x)[:2], list(weights)[:3]
+    want = _magnitudes(x2, w3, True)
+
+    def visible(result):
+        got = array(value_of(result, "layer_magnitudes"), (3,), "layer_magnitudes")
+        _relative_each(got, want, "3: layer_magnitudes(x_input[:2], weights[:3], normalize=True)")
+
+    cases = [Case(call("layer_magnitudes", arr(x2), [arr(w) for w in w3], True), visible, False)]
+    draws = draws_for(ctx.seed, "test_ex3_hidden")
+    for rows, width, depth, gain in ((1, 8, 3, 2.0), (5, 12, 6, 0.5), (3, 16, 5, 1.0)):
+        cases += _stack_cases(*_ex3_stack(draws, rows, width, depth, gain),
+                              f"3: wrong magnitudes for a hidden stack of {depth} layers of width {width}")
+    return Plan("test_ex3_hidden", "3", cases)
 
 
-def check_ex4_counts(ns: dict) -> str:
-    draws = _Draws(4_051)
-    sizes = (1, 2, 3, 17, 512, 1000, draws.integer(30, 300), draws.integer(1000, 5000))
-    n = _no_delegation("4(a)", ("opcount",), lambda: _check_counts(ns, sizes))
-    return f"4(a): {2 * n} hidden cases passed"
+def _count_case(name: str, norm: str, d: int, visible=False) -> Case:
+    want = counts(norm, d)
+
+    def verify(result):
+        desc = value_of(result, f"{name}({d})")
+        items = desc.get("items", [])
+        if desc.get("t") not in ("tuple", "list") or len(items) != 2 or desc.get("len", 2) != 2:
+            raise CheckFailed(f"4(a): {name}({d}) must return a tuple (multiplications, additions), got {_kind(desc)}")
+        got = tuple(integer(item, f"4(a): {name}({d})") for item in items)
+        if got != want:
+            if visible:
+                raise CheckFailed(f"4(a): {name}({d}) returned {got}, expected {want}. Go through the numbered steps "
+                                  f"of the convention and count each one for D = {d}.")
+            raise CheckFailed(f"4(a): {name}({d}) is not the count under the stated convention")
+
+    return Case(call(name, d), verify, hidden=not visible)
 
 
-def check_ex4_speedup(ns: dict) -> str:
-    fn = _need(ns, "counted_speedup")
-    draws = _Draws(5_121)
+def _count_cases(sizes, visible=()) -> list:
+    return [_count_case(name, norm, d, visible=d in visible)
+            for name, norm in (("layer_norm_ops", "layer"), ("rms_norm_ops", "rms")) for d in sizes]
+
+
+def plan_ex4_small(ctx: Context) -> Plan:
+    return Plan("test_ex4_small", "4(a)", _count_cases((4, 5), visible=(4,)), ("opcount",))
+
+
+def plan_ex4_counts(ctx: Context) -> Plan:
+    draws = draws_for(ctx.seed, "test_ex4_counts")
+    sizes = (512, 1, 2, 3, 17, 1000, draws.integer(30, 300), draws.integer(1000, 5000))
+    return Plan("test_ex4_counts", "4(a)", _count_cases(sizes, visible=(512,)), ("opcount",))
+
+
+RATIO_RTOL = 1e-6  # a ratio of two counts: a float32 result is still the right ratio; a count off by one is not
+
+
+def _ratio(d: int) -> float:
+    ln, rms = counts("layer", d), counts("rms", d)
+    return (ln[0] + ln[1]) / (rms[0] + rms[1])
+
+
+def plan_ex4_speedup(ctx: Context) -> Plan:
+    def stored(result):
+        value = real(value_of(result, "speedup_512"), "4(b): speedup_512")
+        expect_close([value], [_ratio(512)], RATIO_RTOL,
+                     "4(b): speedup_512 is not the ratio of the counted totals at D = 512 (LayerNorm's over RMSNorm's)")
+
+    cases = [Case(get("speedup_512"), stored, False)]
+    draws = draws_for(ctx.seed, "test_ex4_speedup")
     for d in (8, 100, draws.integer(200, 900), draws.integer(1000, 9000)):
-        value = _call("counted_speedup", fn, d)
-        if _TYPE(value) is not _FLOAT and _TYPE(value).__name__ != "float64":
-            raise HiddenCheckFailed(f"4(b): counted_speedup({d}) must return a float, got {_TYPE(value).__name__}")
-        (got,) = _floats([value], (1,), "counted_speedup")
-        ln, rms = _counts("layer", d), _counts("rms", d)
-        _expect_close([got], [(ln[0] + ln[1]) / (rms[0] + rms[1])], 1e-12, 0.0,
-                      f"4(b): counted_speedup({d}) is not the ratio of the counted totals")
-    return "4(b): hidden cases passed"
+        def verify(result, d=d):
+            value = real(value_of(result, f"counted_speedup({d})"), f"4(b): counted_speedup({d})")
+            expect_close([value], [_ratio(d)], RATIO_RTOL,
+                         f"4(b): counted_speedup({d}) is not the ratio of the counted totals")
+        cases.append(Case(call("counted_speedup", d), verify))
+    return Plan("test_ex4_speedup", "4(b)", cases)
 
 
 CHECKS = {
-    "test_ex1_function": check_ex1_function,
-    "test_ex1_results": check_ex1_results,
-    "test_ex1_why": check_ex1_why,
-    "test_ex2_backward": check_ex2_backward,
-    "test_ex2_hidden": check_ex2_hidden,
-    "test_ex2_central_difference": check_ex2_central_difference,
-    "test_ex2_check": check_ex2_check,
-    "test_ex3_visible": check_ex3_visible,
-    "test_ex3_hidden": check_ex3_hidden,
-    "test_ex4_small": check_ex4_small,
-    "test_ex4_counts": check_ex4_counts,
-    "test_ex4_speedup": check_ex4_speedup,
+    "test_ex1_function": plan_ex1_function,
+    "test_ex1_results": plan_ex1_results,
+    "test_ex1_why": plan_ex1_why,
+    "test_ex2_backward": plan_ex2_backward,
+    "test_ex2_hidden": plan_ex2_hidden,
+    "test_ex2_central_difference": plan_ex2_central_difference,
+    "test_ex2_check": plan_ex2_check,
+    "test_ex3_visible": plan_ex3_visible,
+    "test_ex3_hidden": plan_ex3_hidden,
+    "test_ex4_small": plan_ex4_small,
+    "test_ex4_counts": plan_ex4_counts,
+    "test_ex4_speedup": plan_ex4_speedup,
 }
 
-MARK = "hidden checks passed"
+
+# --- judging ------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Verdict:
+    grade_id: str
+    passed: bool
+    message: str
+    timed_out: bool = False
 
 
-def run(grade_id: str, ns: dict) -> None:
-    """Run the hidden checks of one grade cell against the notebook's namespace `ns`; print one line on success.
+def plans(ctx: Context, grade_ids) -> dict:
+    """{grade id: Plan} for the check cells of a notebook that this module knows."""
+    return {gid: CHECKS[gid](ctx) for gid in grade_ids if gid in CHECKS}
 
-    The line is the record that the hidden checks ran: the grade script flags a full-score check cell
-    without it (a cell that was rewritten before it ran).
-    """
-    check_kernel()
-    detail = CHECKS[grade_id](ns)
-    print(f"{detail} ({MARK}: {grade_id})")
+
+def request(plans_by_id: dict, budget: float) -> dict:
+    """What the sandbox is asked to run after the cells, in the order of the check cells."""
+    return {"groups": [{"id": gid, "budget": budget, "tripwire": list(p.tripwire), "calls": p.calls()}
+                       for gid, p in plans_by_id.items()]}
+
+
+def _calls_of(plan: Plan) -> str:
+    names = sorted({c.request.get("call") or c.request.get("get") for c in plan.cases})
+    return ", ".join(names)
+
+
+def judge(plan: Plan, record: dict | None, budget: float) -> Verdict:
+    """The verdict on one check cell from what its group of calls returned (None: it never ran)."""
+    gid, part = plan.grade_id, plan.part
+    if record is None:
+        return Verdict(gid, False, f"{part}: the checks of this cell did not run (the notebook stopped before them)")
+    results = record.get("results")
+    if not isinstance(results, list):
+        return Verdict(gid, False, f"{part}: the grader received no results for this cell")
+    tripped = record.get("tripped") or []
+    if tripped:
+        return Verdict(gid, False, f"{part} calls normlab_core's own implementation (normlab_core.{tripped[0]}); "
+                       "this part asks you to write the computation yourself, so it scores 0. Replace the call with "
+                       "your own code.")
+    try:
+        for case, result in zip(plan.cases, results, strict=False):
+            if not isinstance(result, dict):
+                raise CheckFailed(f"{part}: the grader could not read a result")
+            case.verify(result)
+    except CheckFailed as exc:
+        message = str(exc)
+        return Verdict(gid, False, message if message.startswith(part) else f"{part}: {message}")
+    except Exception as exc:  # noqa: BLE001 - malformed data from the sandbox fails the check, never the grader
+        return Verdict(gid, False, f"{part}: the grader could not read what your notebook returned "
+                       f"({type(exc).__name__})")
+    total = len(plan.cases)
+    done = len(results)
+    if record.get("stopped") or done < total:
+        elapsed = float(record.get("elapsed") or 0.0)
+        each = f", about {elapsed / done:.1f} s each" if done else ""
+        return Verdict(gid, False, f"{part}: time limit reached in the check cell {gid}. Its checks call "
+                       f"{_calls_of(plan)} {total} times, with a limit of {budget:g} s for all of them together; "
+                       f"{done} of the {total} calls finished in {elapsed:.1f} s{each}. Make your function faster "
+                       "(for instance, no Python loop over rows or entries where NumPy can do the work).",
+                       timed_out=True)
+    visible, hidden = plan.counts()
+    return Verdict(gid, True, f"{part}: {visible} visible and {hidden} hidden cases passed" if hidden
+                   else f"{part}: {visible} cases passed")
+
+
+def visible_values(source_path) -> dict:
+    """The exact magnitudes the visible check of exercise 3 compares with, for the data cell as it is now."""
+    import json
+
+    from normlab_grading.grade import visible_data
+
+    with open(source_path, encoding="utf-8") as fh:
+        nb = json.load(fh)
+    for cell in nb["cells"]:
+        cell["source"] = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    data = visible_data(nb)
+    return {"without LayerNorm": _magnitudes(data["x_input"], data["weights"], False),
+            "with LayerNorm": _magnitudes(data["x_input"], data["weights"], True)}
+
+
+if __name__ == "__main__":
+    import sys
+
+    path = sys.argv[1] if len(sys.argv) > 1 else "source/chapter23/exercises.ipynb"
+    for name, values in visible_values(path).items():
+        print(f"{name}: [{', '.join(f'{v:.10g}' for v in values)}]")

@@ -1,9 +1,10 @@
-"""Look through submissions for code that tampers with grading, before or after autograding.
+"""Look through submissions for code that tampers with grading, reads what it should not, or delegates.
 
-nbgrader runs a submission in a kernel that the student's own code controls, so code in an answer cell can
-change how the check cells behave (see the instructor guide). This scan reads every code cell that a student
-could write (answer cells and cells they added) and lists the constructs that such tampering needs. A hit is
-not proof of cheating (a curious student may define `__eq__`), it is a reason to open the notebook.
+The grader judges outside the student's code (grade.py, hidden_checks.py) and runs it in a sandbox, so none of
+this can change a score any more; what it still shows is copying, defensive code and attempts, which an
+instructor wants to know about. The scan reads every code cell that a student could write (answer cells and
+cells they added) and lists the constructs such code needs. A hit is not proof of cheating (a curious student
+may define `__eq__`), it is a reason to open the notebook.
 
     python -m normlab_grading.review submitted/*/chapter23/exercises.ipynb
 """
@@ -31,6 +32,8 @@ PATTERNS: list[tuple[str, re.Pattern]] = [
     ("replaces functions at run time (monkeypatching)",
      re.compile(r"\bbuiltins\b|__builtins__|\bsetattr\s*\(|__code__|sys\s*\.\s*modules|"
                 r"\b(np|numpy|math|normlab_core)(\s*\.\s*\w+)+\s*=(?!=)")),
+    ("reads stack frames (the caller's variables)",
+     re.compile(r"\b(tb_frame|f_back|f_locals|f_globals|gi_frame|cr_frame|__traceback__|exc_info)\b")),
     ("runs code built at run time", re.compile(r"\b(exec|eval|compile|__import__)\s*\(|importlib|\bctypes\b|"
                                                r"\bgc\s*\.|\binspect\s*\.|base64|codecs")),
     ("changes the working folder or reads the course files",
@@ -38,20 +41,27 @@ PATTERNS: list[tuple[str, re.Pattern]] = [
 ]
 
 
-def student_cells(nb) -> list[tuple[int, str]]:
-    """(index, source) of every code cell a student may write: answer cells and cells without nbgrader metadata."""
+def student_cells(cells) -> list[tuple[int, str]]:
+    """(index, source) of every code cell a student may write: answer cells and cells without nbgrader metadata
+    (cells as nbformat nodes or plain dictionaries)."""
     out = []
-    for i, cell in enumerate(nb.cells):
+    for i, cell in enumerate(cells):
         meta = cell.get("metadata", {}).get("nbgrader")
-        if cell.cell_type == "code" and (meta is None or meta.get("solution")):
-            out.append((i, cell.source))
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        if cell.get("cell_type") == "code" and (not isinstance(meta, dict) or meta.get("solution")):
+            out.append((i, source))
     return out
 
 
 def scan_notebook(nb) -> list[str]:
     """One line per suspicious construct: 'cell 12: <what it does> (`<matched text>`)'."""
+    return scan_cells(nb["cells"])
+
+
+def scan_cells(cells) -> list[str]:
     found = []
-    for index, source in student_cells(nb):
+    for index, source in student_cells(cells):
         for what, pattern in PATTERNS:
             m = pattern.search(source)
             if m:

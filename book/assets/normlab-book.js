@@ -1,4 +1,4 @@
-/* normlab book: three small fixes to the themes' behaviour (our own code; no library).
+/* normlab book: small fixes to the themes' behaviour (our own code; no library).
  *
  * 1. Sidebar toggles. sphinx-book-theme 1.3.0 and pydata-sphinx-theme 0.17.1 both bind their
  *    sidebar handlers to document.querySelector(".primary-toggle") / (".secondary-toggle"): the
@@ -6,21 +6,24 @@
  *    visible buttons in the article header therefore did nothing. Here a click on any other
  *    toggle is forwarded to the first one, so the themes' own code opens and closes the sidebar
  *    (collapse on wide screens, a modal drawer on narrow ones).
- * 2. Search snippets. Sphinx builds a result's snippet from the page's text, where maths is still
- *    TeX source such as \(\gamma\). Maths is replaced by a plain reading of it before the snippet
- *    is cut, so no TeX shows in the results.
- * 3. Code comments. Code cells wrap long lines (normlab-book.css); a comment that follows code on
- *    its line is marked .nl-trailing so that, when it does not fit, it moves whole to the next
- *    line, indented, instead of leaving its '#' behind.
- * 4. Copy buttons and heading permalinks. sphinx-copybutton puts an invisible (shown on hover)
- *    button on every code cell, and each was a Tab stop: on 23.4 twenty of them stood between the
- *    top of the page and its first slider. They leave the Tab order; code can still be selected and
- *    copied. So do the hover-only "#" links beside headings (the contents list has the same links).
+ * 2. Search: normlab-search.js (loaded by search.html only; scripts/finish_site.py drops it elsewhere).
+ * 3. Print. Before printing, the page switches to the light palette (dark text on paper), every
+ *    lazy figure starts loading, a select of an explorable shows its chosen value as text (the
+ *    controls themselves are not printed; normlab-book.css, "Print"), and wording that only makes
+ *    sense on a screen ("each button above the figure") gives way to a printed form.
+ *    On a phone the floating "Back to top" button is replaced by a link at the end of the page,
+ *    so nothing floats over the text or an explorable's readouts.
+ * 4. Copy buttons, heading permalinks and code boxes. sphinx-copybutton puts an invisible (shown on
+ *    hover) button on every code cell, and each was a Tab stop: on 23.4 twenty of them stood between
+ *    the top of the page and its first slider. They leave the Tab order; code can still be selected and
+ *    copied. So do the hover-only "#" links beside headings (the contents list has the same links),
+ *    and the code and output boxes that scroll sideways, which pydata-sphinx-theme makes Tab stops
+ *    (on 23.7 thirty of them before the first slider): they scroll by touch, wheel or trackpad, and
+ *    the whole of every line is in the notebook and in the PDF edition.
  * 5. Tap to zoom. On a phone a figure (an explorable's picture, img.nl-frame, or any image a
  *    code cell shows) is shrunk to the column and its tick labels become too small to read;
  *    tapping it shows the picture at full size in a dialog that scrolls. A tap, Escape or the close button closes it.
- * 6. file://. Snippets are fetched from the pages, which browsers refuse for file:// URLs (one CORS
- *    error per result). Opened from disk, the search lists results without snippets.
+ * 6. (normlab-search.js: over file://, results without snippets.)
  * 7. The table of contents is one Tab stop. Its links were thirteen Tab stops on every page, in
  *    front of the article. Now Tab enters the list at the current page (or the first entry) and
  *    leaves it with the next Tab; the arrow keys, Home and End move between its entries and Enter
@@ -43,70 +46,148 @@
     });
   }
 
-  var GREEK = {
-    alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", eta: "η",
-    theta: "θ", lambda: "λ", mu: "μ", sigma: "σ", tau: "τ", phi: "φ", psi: "ψ", omega: "ω",
-    Delta: "Δ", Sigma: "Σ", partial: "∂", sum: "Σ", prod: "Π", sqrt: "√", cdot: "·",
-    cdots: "⋯", ldots: "…", dots: "…", times: "×", approx: "≈", le: "≤", leq: "≤", ge: "≥",
-    geq: "≥", ne: "≠", neq: "≠", in: "∈", to: "→", infty: "∞", odot: "⊙", nabla: "∇", pm: "±"
-  };
+  // -- print --------------------------------------------------------------------------------------
+  // Wording that is true on a screen only, and what a printed page says instead.
+  var SCREEN_WORDING = [
+    [/^\s*\(each button above the figure sets that state\):\s*$/,
+     " (in the online book and in JupyterLab, each of these presets is a button that sets that state):"]
+  ];
 
-  // A plain-text reading of a TeX formula: fractions as a/b, roots as √(..), symbols for common
-  // commands; other commands and TeX punctuation dropped.
-  function plainMath(tex) {
-    var s = tex.trim().replace(/^\\[(\[]/, "").replace(/\\[)\]]$/, "");
-    var group = function (g) { return g.length > 1 ? "(" + g + ")" : g; };
-    for (var i = 0; i < 4; i++) {
-      s = s.replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, function (m, a, b) { return group(a) + "/" + group(b); })
-           .replace(/\\sqrt\s*\{([^{}]*)\}/g, function (m, a) { return "√" + group(a); });
-    }
-    return s
-      .replace(/\\([A-Za-z]+)/g, function (m, name) {
-        var sym = GREEK[name] !== undefined ? GREEK[name] : "";
-        return /^(sum|prod|cdot|times|approx|le|leq|ge|geq|ne|neq|in|to)$/.test(name) ? " " + sym + " " : sym;
-      })
-      .replace(/\\[,;:! ]/g, " ")
-      .replace(/[{}$\\&]/g, "")
-      .replace(/\s+/g, " ")
-      .trim();
-  }
-
-  // Page parts that are not text of the section (buttons, navigation) stay out of snippets.
-  var NOT_TEXT = ".bd-header-article, .prev-next-area, .prev-next-footer, .copybtn, .headerlink";
-
-  function patchSearch() {
-    // searchtools.js declares `const Search` (a global binding, not a property of window).
-    if (typeof Search === "undefined" || !Search.htmlToText || Search._normlabPatched) return;
-    var original = Search.htmlToText;
-    Search.htmlToText = function (htmlString, anchor) {
-      var doc = new DOMParser().parseFromString(htmlString, "text/html");
-      doc.querySelectorAll(".math, script[type^='math/tex']").forEach(function (el) {
-        el.replaceWith(doc.createTextNode(" " + plainMath(el.textContent) + " "));
+  function printWording() {
+    document.querySelectorAll(".bd-article p > strong:first-child").forEach(function (strong) {
+      var next = strong.nextSibling;
+      if (!next || next.nodeType !== 3 || strong.parentElement.querySelector(".nl-print-only")) return;
+      SCREEN_WORDING.forEach(function (pair) {
+        if (!pair[0].test(next.textContent)) return;
+        var screen = document.createElement("span");
+        screen.className = "nl-screen-only";
+        screen.textContent = next.textContent;
+        var paper = document.createElement("span");
+        paper.className = "nl-print-only";
+        paper.textContent = pair[1];
+        next.replaceWith(screen, paper);
       });
-      doc.querySelectorAll(NOT_TEXT).forEach(function (el) { el.remove(); });
-      return original(doc.documentElement.outerHTML, anchor);
-    };
-    Search._normlabPatched = true;
-    if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
-      DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
-    }
+    });
   }
 
-  // searchtools.js is loaded before this file; patch as early as possible so that a search
-  // started on load (search.html?q=...) already uses the plain snippets.
-  patchSearch();
-
-  function markTrailingComments() {
-    document.querySelectorAll("div.highlight pre .c1").forEach(function (comment) {
-      var before = "";
-      for (var n = comment.previousSibling; n; n = n.previousSibling) {
-        var text = n.textContent;
-        var cut = text.lastIndexOf("\n");
-        before = (cut >= 0 ? text.slice(cut + 1) : text) + before;
-        if (cut >= 0) break;
+  // Explorables (temporary, until the explorables' own frontend does it; see normlab-book.css):
+  // a select's chosen option as text beside it, for the printed page, where controls are hidden.
+  function mirrorChoices(root) {
+    (root || document).querySelectorAll(".normlab-explorable select").forEach(function (sel) {
+      var shown = sel.parentElement.querySelector(".nl-print-value");
+      if (!shown) {
+        shown = document.createElement("output");
+        shown.className = "nl-print-value";
+        sel.insertAdjacentElement("afterend", shown);
       }
-      if (before.trim()) comment.classList.add("nl-trailing");
+      var opt = sel.options[sel.selectedIndex];
+      shown.textContent = opt ? opt.textContent : "";
     });
+  }
+
+  // Printed code may wrap (paper does not scroll), but only at a space: each run of characters without a
+  // space becomes one span that does not wrap (.nl-tok, normlab-book.css). Line breaks between two
+  // characters of a run (after a ")" before a "[", which the browser allows) are so ruled out. The
+  // code's own text is unchanged; the original markup comes back after printing.
+  function keepTokens() {
+    document.querySelectorAll("article pre").forEach(function (pre) {
+      if (pre.dataset.nlScreen !== undefined || pre.closest(".normlab-explorable")) return;
+      pre.dataset.nlScreen = pre.innerHTML;
+      var leaves = [];
+      var walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+      for (var n = walker.nextNode(); n; n = walker.nextNode()) leaves.push(n);
+      var out = document.createDocumentFragment(), token = null;
+      leaves.forEach(function (leaf) {
+        var chain = [];
+        for (var el = leaf.parentElement; el && el !== pre; el = el.parentElement) chain.unshift(el);
+        leaf.data.split(/(\s+)/).forEach(function (part) {
+          if (!part) return;
+          var piece = document.createTextNode(part);
+          for (var i = chain.length - 1; i >= 0; i--) {
+            var wrap = chain[i].cloneNode(false);
+            wrap.appendChild(piece);
+            piece = wrap;
+          }
+          if (/^\s/.test(part)) {
+            token = null;
+            out.appendChild(piece);
+          } else {
+            if (!token) {
+              token = document.createElement("span");
+              token.className = "nl-tok";
+              out.appendChild(token);
+            }
+            token.appendChild(piece);
+          }
+        });
+      });
+      pre.textContent = "";
+      pre.appendChild(out);
+    });
+  }
+
+  function restoreTokens() {
+    document.querySelectorAll("article pre[data-nl-screen]").forEach(function (pre) {
+      pre.innerHTML = pre.dataset.nlScreen;
+      delete pre.dataset.nlScreen;
+    });
+  }
+
+  function setupPrint() {
+    mirrorChoices();
+    printWording();
+    document.addEventListener("change", function (event) {
+      if (event.target.closest && event.target.closest(".normlab-explorable")) mirrorChoices();
+    });
+    var theme = null;
+    window.addEventListener("beforeprint", function () {
+      mirrorChoices();
+      keepTokens();
+      document.querySelectorAll("img[loading=lazy]").forEach(function (img) { img.loading = "eager"; });
+      theme = document.documentElement.dataset.theme;
+      if (theme && theme !== "light") document.documentElement.dataset.theme = "light";
+    });
+    window.addEventListener("afterprint", function () {
+      restoreTokens();
+      if (theme && theme !== "light") document.documentElement.dataset.theme = theme;
+      theme = null;
+    });
+  }
+
+  // On a phone the theme's floating "Back to top" button covers what lies under it (an
+  // explorable's readouts, a line of text); there it is hidden (normlab-book.css) and this link at
+  // the end of the article, in the flow of the page, takes its place.
+  function backToTopLink() {
+    var article = document.querySelector("article.bd-article");
+    if (!article || document.getElementById("nl-back-to-top")) return;
+    var p = document.createElement("p");
+    p.className = "nl-back-to-top";
+    var a = document.createElement("a");
+    a.id = "nl-back-to-top";
+    a.href = "#";
+    a.textContent = "\u2191 Back to top";
+    a.addEventListener("click", function (event) {
+      event.preventDefault();
+      window.scrollTo(0, 0);
+      var title = article.querySelector("h1");  // keyboard focus goes back to the top as well
+      if (title) { title.tabIndex = -1; title.focus({ preventScroll: true }); }
+    });
+    p.appendChild(a);
+    article.appendChild(p);
+  }
+
+  // pydata-sphinx-theme sets tabIndex 0 on every box that scrolls (and again after a resize or a change of
+  // the page); code boxes and cell outputs are taken out again whenever it does.
+  var SCROLL_BOXES = "pre, .cell_output > .output";
+  function untabScrollBoxes() {
+    var main = document.getElementById("main-content");
+    if (!main || main._normlabUntab) return;
+    main._normlabUntab = true;
+    var untab = function (el) { if (el.matches(SCROLL_BOXES) && el.tabIndex !== -1) el.tabIndex = -1; };
+    main.querySelectorAll(SCROLL_BOXES).forEach(untab);
+    new MutationObserver(function (records) {
+      records.forEach(function (r) { if (r.target.nodeType === 1) untab(r.target); });
+    }).observe(main, { subtree: true, attributes: true, attributeFilter: ["tabindex"] });
   }
 
   function untabCopyButtons() {
@@ -178,11 +259,12 @@
   function onReady() {
     rovingContents();
     setupZoom();
-    markTrailingComments();
+    setupPrint();
+    backToTopLink();
     untabCopyButtons();
+    untabScrollBoxes();
     // sphinx-copybutton adds its buttons on DOMContentLoaded too, possibly after this script
     window.addEventListener("load", untabCopyButtons);
-    patchSearch();
     forwardToggles(".primary-toggle");
     forwardToggles(".secondary-toggle");
   }

@@ -1,0 +1,132 @@
+"""`make bench` (grading): `make grade` on a synthetic class, in a temporary copy of the course.
+
+The class mixes correct, wrong and blank submissions (by default 300: 40 % the reference solution, 40 % one of
+the plausible mistakes or delegating answers of the grading tests, 20 % blank), each graded in its own
+bubblewrap sandbox with the course's own limits. Reports the total time, the time per submission (the
+worker's run in the sandbox and judging; mean, median, 95th percentile, max), the phases (running and
+judging, feedback), a second run with nothing changed (incremental), the load average before and after, and
+whether the goal (300 submissions in 10 minutes on this machine) is met. Writes _build/bench/grading.json.
+Nothing is asserted.
+
+    .venv/bin/python scripts/bench_grading.py [--students N] [--jobs J] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+GOAL_SECONDS = 600.0  # for 300 submissions
+OUT = ROOT / "_build" / "bench" / "grading.json"
+
+
+def build_class(course: Path, n: int) -> dict[str, str]:
+    import grading_support as gs
+    import nbformat
+
+    gs.mx.copy_course(course)
+    gs.nbgrader_here(course, "generate_assignment", gs.mx.ASSIGNMENT, "--force")
+    source = nbformat.read(gs.SOURCE, as_version=4)
+    released = nbformat.read(course / "release" / gs.mx.ASSIGNMENT / gs.mx.NOTEBOOK, as_version=4)
+    subs = gs.submissions(source, released)
+    wrong = ["wrong_a", "wrong_b", "wrong_c", "delegating", "patched", "alwaysequal", "float64", "summean"]
+    kinds = {}
+    for i in range(n):
+        r = i % 10
+        kind = "reference" if r < 4 else ("blank" if r >= 8 else wrong[i % len(wrong)])
+        student = f"s{i:03d}"
+        nb = nbformat.from_dict(subs[kind])
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"Submitted by {student}."))  # every notebook differs
+        folder = course / "submitted" / student / gs.mx.ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / gs.mx.NOTEBOOK)
+        kinds[student] = kind
+    return kinds
+
+
+def run_grade(course: Path, jobs: int) -> tuple[float, str]:
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    start = time.monotonic()
+    proc = subprocess.run(["make", "-C", str(course), "grade", f"J={jobs}", f"PYTHON={sys.executable}"],
+                          capture_output=True, text=True, env=env)
+    return time.monotonic() - start, proc.stdout + proc.stderr
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=300)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--keep", help="build the class in this folder and keep it")
+    args = parser.parse_args(argv)
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="normlab-bench-grading-"))
+    course = work / "course"
+    if course.exists():
+        shutil.rmtree(course)
+    try:
+        kinds = build_class(course, args.students)
+        load_before = os.getloadavg()
+        total, output = run_grade(course, args.jobs)
+        load_after = os.getloadavg()
+        again, output2 = run_grade(course, args.jobs)
+        per = [json.loads(p.read_text())["seconds"] for p in (course / "logs" / "chapter23").glob("*.json")]
+        phases = re.search(r"running and judging, with the gradebook records: ([\d.]+) s, feedback: ([\d.]+) s",
+                           output)
+        scores = {}
+        for line in output.splitlines():
+            m = re.match(r"^(s\d{3})\s+([\d.]*)\s+[\d.]+\s+(.*)$", line)
+            if m:
+                scores[m.group(1)] = (m.group(2), m.group(3))
+        by_kind: dict = {}
+        for student, kind in kinds.items():
+            by_kind.setdefault(kind, set()).add(scores.get(student, ("?", "?"))[0])
+        per.sort()
+        result = {
+            "students": args.students, "jobs": args.jobs, "total_s": round(total, 1),
+            "per_submission_s": {"mean": round(statistics.mean(per), 3), "median": round(statistics.median(per), 3),
+                                 "p95": round(per[int(0.95 * (len(per) - 1))], 3), "max": round(per[-1], 3)},
+            "throughput_s_per_submission": round(total / args.students, 3),
+            "phases_s": {"running_and_judging": float(phases.group(1)) if phases else None,
+                         "feedback": float(phases.group(2)) if phases else None},
+            "incremental_rerun_s": round(again, 1),
+            "rerun_graded_nothing": "grading 0 (new or changed)" in output2,
+            "scores_by_kind": {k: sorted(v) for k, v in sorted(by_kind.items())},
+            "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in load_after],
+            "cpus": os.cpu_count(),
+            "goal": f"{args.students} submissions in {GOAL_SECONDS * args.students / 300:.0f} s",
+            "met": total <= GOAL_SECONDS * args.students / 300,
+        }
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.write_text(json.dumps(result, indent=1))
+        print(f"grading bench: {args.students} submissions, {args.jobs} workers, sandbox on")
+        print(f"  total {total:.1f} s ({total / args.students:.2f} s per submission of the class); goal "
+              f"{result['goal']}: {'MET' if result['met'] else 'MISS'}")
+        p = result["per_submission_s"]
+        print(f"  per submission (sandbox run and judging, in a worker): mean {p['mean']} s, median {p['median']} s, "
+              f"p95 {p['p95']} s, max {p['max']} s")
+        print(f"  phases: running and judging {result['phases_s']['running_and_judging']} s, feedback "
+              f"{result['phases_s']['feedback']} s; rerun with nothing changed {again:.1f} s "
+              f"({'graded nothing' if result['rerun_graded_nothing'] else 'GRADED AGAIN'})")
+        print(f"  scores by kind: {result['scores_by_kind']}")
+        print(f"  load average before {result['load_before']}, after {result['load_after']} ({os.cpu_count()} cores)")
+        print(f"  written to {OUT.relative_to(ROOT)}")
+        if "every submission was graded" not in output:
+            print(output[-3000:])
+        return 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,381 @@
+"""The PDF edition of the book: `make pdf`, or `python scripts/make_pdf.py [SITE] [-o OUT.pdf]`.
+
+Every page of _toc.yml, in the order of the table of contents, is opened from the built site
+(SITE, default _build/html, served on 127.0.0.1; a request to any other host is refused and reported)
+in Debian's Chromium through Playwright, and printed with the book's own print stylesheet
+(book/assets/normlab-book.css, "Print"): the article, its figures and captions, each explorable's
+current frame, readouts and control values, and no sidebars, buttons or sliders. The pages' PDFs
+are then joined (pypdf) into one file, OUT (default _build/pdf/normlab.pdf), with
+
+* bookmarks: one per section (the page's title), holding the section's own headings;
+* internal links: a link from one page of the book to another (or to a heading of another) becomes
+  a jump inside the PDF. Chromium keeps a link as a jump only when it points into the same page,
+  so before printing each page gets hidden same-page links to every element that another page
+  links to (Chromium then records those elements' positions as named destinations), and links
+  between pages are rewritten to those positions. Links to other sites stay web links; links to
+  files of the site that are not pages (a figure's full-size image) are dropped;
+* a contents list on the first page (the landing page), with a link to every section.
+
+Nothing is fetched from the network, and no browser is downloaded: Playwright drives /usr/bin/chromium.
+Exits 1 with a message when the site is not built, a page fails to load, or a link cannot be resolved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import re
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-gpu"]
+BOOK_TITLE = "normlab: Normalization in Transformers"
+
+
+def toc_pages(toc_file: Path = ROOT / "_toc.yml") -> list[str]:
+    """Every page of _toc.yml in reading order, as paths without suffix ('notebooks/04_layer_norm')."""
+    toc = yaml.safe_load(Path(toc_file).read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("chapters"))
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return [str(Path(p).with_suffix("")) for p in pages]
+
+
+# -- which elements other pages link to ------------------------------------------------------------
+_HREF = re.compile(r"""<a\b[^>]*?\bhref=(["'])(.*?)\1""", re.S)
+
+
+def page_of(url: str, base: str, pages: list[str]) -> tuple[str | None, str]:
+    """(the book page a URL of the served site points to, or None; its fragment)."""
+    parts = urlsplit(url)
+    if not url.startswith(base):
+        return None, parts.fragment
+    path = unquote(parts.path)[len(urlsplit(base).path):]
+    if path in ("", "index.html"):
+        path = pages[0] + ".html"
+    name = path[:-5] if path.endswith(".html") else None
+    return (name if name in pages else None), unquote(parts.fragment)
+
+
+def link_targets(site: Path, pages: list[str], base: str) -> dict[str, set[str]]:
+    """For each page: the ids in it that some other page links to (page -> {id})."""
+    targets: dict[str, set[str]] = {p: set() for p in pages}
+    for name in pages:
+        html = (site / f"{name}.html").read_text(encoding="utf-8")
+        for _, href in _HREF.findall(html):
+            target, fragment = page_of(urljoin(base + name + ".html", href.replace("&amp;", "&")), base, pages)
+            if target and target != name and fragment:
+                targets[target].add(fragment)
+    return targets
+
+
+# -- printing -----------------------------------------------------------------------------------------
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
+        pass
+
+    def handle(self):
+        try:
+            super().handle()
+        except ConnectionError:
+            pass  # the browser dropped a request it no longer needed
+
+
+def serve(site: Path):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/"
+
+
+# Ready to print: MathJax has typeset everything, every lazy figure is loaded and decoded.
+READY = """async () => {
+  if (document.querySelector('script[src*="mathjax/MathJax.js"]')) {
+    const t0 = Date.now();
+    while (!(window.MathJax && MathJax.isReady && MathJax.Hub) && Date.now() - t0 < 30000)
+      await new Promise(r => setTimeout(r, 50));
+    if (window.MathJax && MathJax.Hub) await new Promise(r => MathJax.Hub.Queue(r));
+  }
+  await Promise.all(Array.from(document.images).map(img => {
+    img.loading = 'eager';
+    const done = img.complete ? Promise.resolve() : new Promise(r => {
+      img.addEventListener('load', r, {once: true}); img.addEventListener('error', r, {once: true}); });
+    return done.then(() => img.decode()).catch(() => null);
+  }));
+  return Array.from(document.images).filter(i => !i.naturalWidth && i.checkVisibility()).map(i => i.src);
+}"""
+
+# Hidden same-page links to each id other pages link to and to each heading of the article: Chromium then
+# records their positions (named destinations). Returns the ids that are missing and the article's headings
+# (level, id, title; maths in a title read as plain symbols by normlab-book.js).
+ANCHORS = """(ids) => {
+  const plain = (window.normlab && window.normlab.plainMath) || (t => t);
+  const headings = [];
+  for (const h of document.querySelectorAll('article.bd-article section[id] > :is(h2, h3, h4):first-child')) {
+    const copy = h.cloneNode(true);
+    copy.querySelectorAll('.headerlink, .MathJax, .MathJax_Preview, .MJX_Assistive_MathML').forEach(e => e.remove());
+    copy.querySelectorAll('script[type^="math/tex"]').forEach(e => e.replaceWith(plain(e.textContent)));
+    const title = copy.textContent.replace(/\\s+/g, ' ').trim();
+    if (title) headings.push([Number(h.tagName[1]), h.parentElement.id, title]);
+  }
+  const box = document.createElement('div');
+  box.hidden = true;
+  box.id = 'nl-pdf-anchors';
+  const missing = [];
+  for (const id of new Set(ids.concat(headings.map(h => h[1])))) {
+    if (!document.getElementById(id)) { missing.push(id); continue; }
+    const a = document.createElement('a'); a.href = '#' + id; box.appendChild(a);
+  }
+  document.body.appendChild(box);
+  document.documentElement.classList.add('nl-pdf');
+  return {missing, headings};
+}"""
+
+# The landing page of the PDF gets a contents list: every section, with a link to it.
+CONTENTS = """(entries) => {
+  const article = document.querySelector('article.bd-article') || document.body;
+  const section = document.createElement('section');
+  section.className = 'nl-pdf-contents';
+  section.innerHTML = '<h2 id="nl-pdf-contents">Contents</h2>';
+  const list = document.createElement('ul');
+  list.style.listStyle = 'none';
+  list.style.paddingLeft = '0';
+  for (const [href, title] of entries) {
+    const li = document.createElement('li'); const a = document.createElement('a');
+    a.href = href; a.textContent = title; a.className = 'reference internal';
+    li.appendChild(a); list.appendChild(li);
+  }
+  section.appendChild(list);
+  const first = article.querySelector('h1');
+  (first && first.closest('section') ? first.closest('section') : article).querySelector('h1').after(section);
+}"""
+
+FOOTER = ("<div style='font-size:7pt;color:#555;width:100%;margin:0 14mm;display:flex;"
+          "justify-content:space-between;font-family:sans-serif'><span>{title}</span>"
+          "<span><span class='pageNumber'></span> / <span class='totalPages'></span></span></div>")
+_H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1>", re.S)
+
+
+def page_title(site: Path, name: str) -> str:
+    """The title of a built page: its article's first <h1>, without the permalink sign."""
+    import html as html_lib
+
+    text = (site / f"{name}.html").read_text(encoding="utf-8")
+    main = text[text.find("<article"):] if "<article" in text else text
+    m = _H1.search(main)
+    if not m:
+        raise RuntimeError(f"{name}.html has no <h1> title")
+    title = re.sub(r"<a\b[^>]*class=\"headerlink\".*?</a>", "", m.group(1), flags=re.S)
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", "", title))).strip()
+
+
+def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[dict]]:
+    """Print every page to workdir/<n>.pdf, in order; returns the server's base URL and, per page, its name,
+    title and PDF file."""
+    import html as html_lib
+
+    from playwright.sync_api import sync_playwright
+
+    httpd, base = serve(site)
+    problems: list[str] = []
+    printed = [{"name": name, "title": page_title(site, name), "file": workdir / f"{i:02d}.pdf"}
+               for i, name in enumerate(pages)]
+    try:
+        targets = link_targets(site, pages, base)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+
+            def route(r):
+                if r.request.url.startswith(base) or r.request.url.split(":", 1)[0] in ("data", "blob", "about"):
+                    r.continue_()
+                else:
+                    problems.append(f"request to another host refused: {r.request.url}")
+                    r.abort()
+
+            context.route("**/*", route)
+            page = context.new_page()
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            for i, item in enumerate(printed):
+                name = item["name"]
+                response = page.goto(base + name + ".html", wait_until="load", timeout=90000)
+                if response is None or response.status != 200:
+                    raise RuntimeError(f"{name}.html did not load ({response.status if response else 'no response'})")
+                broken = page.evaluate(READY)
+                if broken:
+                    problems.append(f"{name}: images that did not load: {broken[:3]}")
+                # the plain reading of maths for the bookmark titles (the search page's script)
+                page.add_script_tag(url=base + "_static/normlab-search.js")
+                marks = page.evaluate(ANCHORS, sorted(targets[name]))
+                if marks["missing"]:
+                    problems.append(f"{name}: other pages link to ids it does not have: {marks['missing'][:5]}")
+                item["headings"] = marks["headings"]
+                if i == 0:
+                    page.evaluate("() => document.documentElement.classList.add('nl-pdf-first')")
+                    page.evaluate(CONTENTS, [[base + p["name"] + ".html", p["title"]] for p in printed[1:]])
+                running = BOOK_TITLE if item["title"] == BOOK_TITLE else f"{BOOK_TITLE} · {item['title']}"
+                footer = FOOTER.format(title=html_lib.escape(running))
+                page.pdf(path=str(item["file"]), format="A4", print_background=True,
+                         prefer_css_page_size=True, display_header_footer=True,
+                         header_template="<span></span>", footer_template=footer)
+            browser.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    if problems:
+        raise RuntimeError("\n".join(problems))
+    return base, printed
+
+
+# -- joining ------------------------------------------------------------------------------------------
+def _clean(text) -> str:
+    return re.sub(r"\s+", " ", str(text).replace("#", "")).strip()
+
+
+def join(base: str, printed: list[dict], pages: list[str], out: Path) -> dict:
+    """Join the pages' PDFs into `out` with one bookmark per section (its headings below it) and links
+    between pages turned into jumps inside the PDF. Returns counts for the summary line."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, Fit, FloatObject, NameObject, NullObject
+
+    writer = PdfWriter()
+    start, named = {}, {}
+    for item in printed:
+        reader = PdfReader(item["file"])
+        name = item["name"]
+        start[name] = len(writer.pages)
+        named[name] = {str(k).lstrip("/"): (reader.get_destination_page_number(d), float(d.left or 0),
+                                             float(d.top) if d.top is not None else None)
+                       for k, d in reader.named_destinations.items()}
+        for p in reader.pages:
+            writer.add_page(p)
+        item["pages"] = len(reader.pages)
+
+    def jump(name: str, index: int, left: float, top: float | None):
+        target = writer.pages[start[name] + index]
+        if top is None:
+            top = float(target.mediabox.top)
+        return ArrayObject([target.indirect_reference, NameObject("/XYZ"), FloatObject(left), FloatObject(top),
+                            NullObject()])
+
+    unresolved, internal, external, dropped = [], 0, 0, 0
+    owner = [item["name"] for item in printed for _ in range(item["pages"])]
+    for number, page in enumerate(writer.pages):
+        here = owner[number]
+        annots = page.get("/Annots")
+        if not annots:
+            continue
+        kept = ArrayObject()
+        for ref in annots.get_object():
+            a = ref.get_object()
+            if a.get("/Subtype") != "/Link":
+                kept.append(ref)
+                continue
+            dest, action = a.get("/Dest"), a.get("/A")
+            if dest is not None and not isinstance(dest, ArrayObject):  # a named destination of this page's PDF
+                key = str(dest).lstrip("/")
+                if key not in named[here]:
+                    unresolved.append(f"{here}: #{key}")
+                    continue
+                a[NameObject("/Dest")] = jump(here, *named[here][key])
+                internal += 1
+                kept.append(ref)
+                continue
+            uri = str(action.get_object().get("/URI", "")) if action is not None else ""
+            if not uri:
+                kept.append(ref)
+                continue
+            target, fragment = page_of(uri, base, pages)
+            if target is None and uri.startswith(base):
+                dropped += 1  # a file of the site that is not a page (a figure's full-size image)
+                continue
+            if target is None:
+                external += 1
+                kept.append(ref)
+                continue
+            if fragment and fragment not in named[target]:
+                unresolved.append(f"{here} -> {target}#{fragment}")
+                continue
+            del a["/A"]
+            a[NameObject("/Dest")] = jump(target, *named[target][fragment]) if fragment else jump(target, 0, 0, None)
+            internal += 1
+            kept.append(ref)
+        page[NameObject("/Annots")] = kept
+    if unresolved:
+        raise RuntimeError(f"{len(unresolved)} link(s) with no target in the PDF: {unresolved[:8]}")
+
+    # bookmarks: a section's title, its headings below it (h2 under the title, h3 under the h2 before it, ...)
+    bookmarks = 0
+    for item in printed:
+        name = item["name"]
+        parents = {1: writer.add_outline_item(title=item["title"], page_number=start[name])}
+        bookmarks += 1
+        for level, anchor, title in item["headings"]:
+            index, left, y = named[name][anchor]
+            parent = parents[max(d for d in parents if d < level)]
+            parents = {d: o for d, o in parents.items() if d < level}
+            parents[level] = writer.add_outline_item(title=title, page_number=start[name] + index, parent=parent,
+                                                     fit=Fit.xyz(left=0, top=y), is_open=False)
+            bookmarks += 1
+    writer.page_mode = "/UseOutlines"
+    writer.add_metadata({"/Title": BOOK_TITLE, "/Author": "The normlab authors",
+                         "/Subject": "Normalization in transformers: sections 23.1-23.10"})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "wb") as f:
+        writer.write(f)
+    return {"pages": len(writer.pages), "bookmarks": bookmarks, "internal links": internal,
+            "web links": external, "links dropped": dropped}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"))
+    parser.add_argument("-o", "--out", default=str(ROOT / "_build" / "pdf" / "normlab.pdf"))
+    args = parser.parse_args(argv)
+    site, out = Path(args.site), Path(args.out)
+    if not (site / "index.html").is_file():
+        print(f"make_pdf: {site} has no index.html; run `make book` first", file=sys.stderr)
+        return 1
+    if not Path(CHROMIUM).is_file():
+        print(f"make_pdf: {CHROMIUM} not found; install Debian's chromium (apt-get install chromium)", file=sys.stderr)
+        return 1
+    pages = toc_pages()
+    missing = [p for p in pages if not (site / f"{p}.html").is_file()]
+    if missing:
+        print(f"make_pdf: pages of _toc.yml missing from {site}: {missing}", file=sys.stderr)
+        return 1
+    t0 = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory(prefix="normlab-pdf-") as tmp:
+            base, printed = print_pages(site, pages, Path(tmp))
+            counts = join(base, printed, pages, out)
+    except RuntimeError as e:
+        print(f"make_pdf: {e}", file=sys.stderr)
+        return 1
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items())
+    print(f"make_pdf: {out} ({out.stat().st_size / 2**20:.1f} MB): {len(pages)} sections, {summary}; "
+          f"{time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""The judging logic on its own, in this process: the calls the sandbox would make are made here on a notebook's
+namespace (runner.run_groups), and judged as the grader judges them (hidden_checks). No nbgrader, no sandbox.
+
+- the reference solution gets full marks, for the course's seed, for 500 random seeds, and with the data of
+  exercises 2 and 3 changed (what the instructor guide tells an instructor to change);
+- each plausible mistake loses exactly its part; correct answers written in other ways lose nothing;
+- objects that equal anything, hard-coded values, delegation to normlab_core and slow answers get what they
+  deserve, with messages that say why;
+- records that are missing, malformed or forged never pass and never crash the judge.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+
+import nbformat
+import numpy as np
+import pytest
+from grading_support import (
+    DEPENDENT,
+    FLOAT64,
+    FRAME,
+    GRADE_IDS,
+    PART_CELLS,
+    SOURCE,
+    SUM_MEAN,
+    WRONG,
+    context,
+    failing,
+    hidden_checks,
+    judge_namespace,
+    lost_cells,
+    namespace,
+    runner,
+)
+
+import normlab_core
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return context()
+
+
+@pytest.fixture(scope="module")
+def reference_ns():
+    return namespace()
+
+
+def test_reference_passes_every_check(reference_ns, ctx):
+    verdicts = judge_namespace(reference_ns, ctx)
+    assert len(verdicts) == 12 and failing(verdicts) == set()
+    assert "1(a): 3 visible and 25 hidden cases passed" == verdicts["test_ex1_function"].message
+
+
+SEEDS = random.Random(23).sample(range(1, 2**31), 500)
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_reference_gets_full_marks_for_500_random_seeds(reference_ns, ctx, chunk):
+    seeds = SEEDS[chunk::4]
+    bad = {}
+    for seed in seeds:
+        verdicts = judge_namespace(reference_ns, hidden_checks.Context(seed=seed, data=ctx.data), via_json=False)
+        if failing(verdicts):
+            bad[seed] = {gid: verdicts[gid].message for gid in failing(verdicts)}
+    assert bad == {}
+
+
+def _with_data_seeds(ex2: int, ex3: int):
+    source = nbformat.read(SOURCE, as_version=4)
+    for cell in source.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "ex2_data":
+            assert "default_rng(2310)" in cell.source
+            cell.source = cell.source.replace("default_rng(2310)", f"default_rng({ex2})")
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "ex3_data":
+            assert "default_rng(23)" in cell.source
+            cell.source = cell.source.replace("default_rng(23)", f"default_rng({ex3})")
+    return source
+
+
+def test_reference_gets_full_marks_with_other_data_and_seeds():
+    # The guide: change COURSE_SEED (every hidden input) and, if you like, the data cells of exercises 2 and 3.
+    pick = random.Random(5)
+    for _ in range(12):
+        source = _with_data_seeds(pick.randrange(10**6), pick.randrange(10**6))
+        ctx = context(seed=pick.randrange(2**31), source=source)
+        verdicts = judge_namespace(namespace(source=source), ctx, via_json=False)
+        assert failing(verdicts) == set(), {g: verdicts[g].message for g in failing(verdicts)}
+
+
+def test_a_partial_assignment_is_judged_on_the_check_cells_it_keeps():
+    # make_exercises.py --only 1,4: no data cells of exercises 2 and 3, and only their check cells to judge.
+    from grading_support import mx
+
+    part = mx.subset(nbformat.read(SOURCE, as_version=4), {1, 4})
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in part.cells
+           if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    assert sorted(ids) == [g for g in GRADE_IDS if g.startswith(("test_ex1", "test_ex4"))]
+    ctx = context(source=part)
+    assert "x_check" not in ctx.data and "x_input" not in ctx.data
+    verdicts = judge_namespace(namespace(source=part), ctx, ids)
+    assert set(verdicts) == set(ids) and failing(verdicts) == set()
+
+
+@pytest.mark.parametrize("part", sorted(WRONG))
+def test_each_plausible_mistake_loses_exactly_its_part(part, ctx):
+    cell, code = WRONG[part]
+    verdicts = judge_namespace(namespace({cell: code}), ctx)
+    assert failing(verdicts) == lost_cells((part,)), {g: v.message for g, v in verdicts.items()}
+    for gid in PART_CELLS[part]:
+        label = verdicts[gid].message.split(":")[0]
+        assert re.fullmatch(r"\d(\([abc]\))?", label), verdicts[gid].message
+
+
+def test_dependent_parts_are_the_ones_the_tests_expect():
+    assert DEPENDENT == {"2a": ("2c",), "4a": ("4b",)}
+
+
+# --- correct answers written another way ----------------------------------------------------------------------
+
+ODD_ANSWERS = {
+    "numpy_scalars_lists_and_float32": FLOAT64,
+    "sum_based_means": SUM_MEAN,
+    "one_pass_variance": {"ex1_function": """
+def layer_norm_vector(x, eps=1e-5):
+    x = np.asarray(x, dtype=np.float64)
+    mean = x.mean()
+    var = (x * x).mean() - mean * mean
+    return (x - mean) / np.sqrt(var + eps)
+"""},
+    "answers_of_other_types": {
+        "ex1_why": """
+def deviations_and_scale(x, eps):
+    x = np.asarray(x, dtype=np.float64)
+    numerator = x - x.mean()
+    return [numerator, np.array(np.sqrt((numerator ** 2).mean() + eps))]
+
+
+zero_over_zero = float("nan")
+""",
+        "ex2_check": """
+def gradient_gap(dy, x, gamma, eps):
+    analytic = rmsnorm_backward(dy, x, gamma, eps=eps)
+    numeric = central_difference(lambda v: rms_norm(v, gamma, eps=eps), x, dy, h=1e-6)
+    return np.asarray(np.max(np.abs(analytic - numeric)), dtype=np.float32)
+
+
+max_abs_diff = gradient_gap(dy_check, x_check, gamma_check, 1e-5)
+""",
+        "ex4_counts": """
+def layer_norm_ops(D):
+    return (np.int32(3 * D + 3), np.uint64(4 * D - 1))
+
+
+def rms_norm_ops(D):
+    return (3 * D + 2, np.int16(D))
+""",
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_ANSWERS))
+def test_correct_answers_in_other_forms_get_full_marks(name, ctx):
+    verdicts = judge_namespace(namespace(ODD_ANSWERS[name]), ctx)
+    assert failing(verdicts) == set(), {g: verdicts[g].message for g in failing(verdicts)}
+
+
+def test_zero_over_zero_accepts_any_spelling_of_nan(reference_ns, ctx):
+    for answer in ("NaN", " nan ", float("nan"), np.float64("nan")):
+        verdicts = judge_namespace(dict(reference_ns, zero_over_zero=answer), ctx, ["test_ex1_why"])
+        assert failing(verdicts) == set(), answer
+    for answer in ("inf", float("inf"), None, "not a number"):
+        verdicts = judge_namespace(dict(reference_ns, zero_over_zero=answer), ctx, ["test_ex1_why"])
+        assert failing(verdicts) == {"test_ex1_why"}, answer
+
+
+# --- answers that must not pass -----------------------------------------------------------------------------
+
+def test_numbers_of_the_wrong_kind_fail_with_a_reason(reference_ns, ctx):
+    floats = dict(reference_ns, layer_norm_ops=lambda d: (3.0 * d + 3, 4.0 * d - 1))
+    v = judge_namespace(floats, ctx, ["test_ex4_counts"])["test_ex4_counts"]
+    assert not v.passed and "must return integers, got float" in v.message
+    bools = dict(reference_ns, counted_speedup=lambda d: True, speedup_512=True)
+    v = judge_namespace(bools, ctx, ["test_ex4_speedup"])["test_ex4_speedup"]
+    assert not v.passed and "must be a real number, got bool" in v.message
+    text = dict(reference_ns, max_abs_diff="1e-10")
+    v = judge_namespace(text, ctx, ["test_ex2_check"])["test_ex2_check"]
+    assert not v.passed and "must be a real number, got str" in v.message
+
+
+def test_objects_that_equal_anything_fail(reference_ns, ctx):
+    class Always(int):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    class AlwaysFloat(float):
+        def __eq__(self, other):
+            return True
+
+        def __lt__(self, other):
+            return True
+
+        def __gt__(self, other):
+            return True
+
+        def __sub__(self, other):
+            return 0.0
+
+        __hash__ = float.__hash__
+
+    ns = dict(reference_ns, layer_norm_ops=lambda d: (Always(0), Always(0)),
+              counted_speedup=lambda d: AlwaysFloat(1.75), speedup_512=AlwaysFloat(1.75))
+    verdicts = judge_namespace(ns, ctx, ["test_ex4_small", "test_ex4_counts", "test_ex4_speedup"])
+    assert failing(verdicts) == {"test_ex4_small", "test_ex4_counts", "test_ex4_speedup"}
+
+
+def test_hidden_cases_say_what_failed_but_show_no_value_input_or_seed(reference_ns, ctx):
+    honest = reference_ns["layer_norm_vector"]
+
+    def only_for_length_4(x, eps=1e-5):  # right where the notebook's own cases are, wrong elsewhere
+        return honest(x, eps) if len(x) == 4 else np.zeros(len(x))
+
+    v = judge_namespace(dict(reference_ns, layer_norm_vector=only_for_length_4), ctx,
+                        ["test_ex1_function"])["test_ex1_function"]
+    m = re.fullmatch(r"1\(a\): wrong result for a hidden vector of length (\d+) with eps=(\S+): off by up to "
+                     r"(\S+) of its size \(allowed: 1e-07\)", v.message)
+    assert m, v.message
+    plan = hidden_checks.plans(ctx, ["test_ex1_function"])["test_ex1_function"]
+    inputs = {f"{x:.3f}"[:5] for c in plan.cases for x in c.request["args"][0]["array"]}
+    assert not any(text in v.message for text in inputs if len(text) >= 4)
+    assert str(ctx.seed) not in v.message
+
+
+def test_hard_coded_values_fail_on_hidden_inputs(reference_ns, ctx):
+    ns = dict(reference_ns, gradient_gap=lambda *a: 1e-10, max_abs_diff=1e-10, counted_speedup=lambda d: 3586 / 2050)
+    verdicts = judge_namespace(ns, ctx, ["test_ex2_check", "test_ex4_speedup"])
+    assert "does not change when rmsnorm_backward is wrong" in verdicts["test_ex2_check"].message
+    assert "counted_speedup(8) is not the ratio" in verdicts["test_ex4_speedup"].message
+
+
+def test_delegation_scores_zero_and_normlab_core_is_restored(reference_ns, ctx):
+    before = normlab_core.rms_norm_backward.__code__
+    ns = dict(reference_ns, rmsnorm_backward=lambda dy, x, gamma=None, eps=1e-5:
+              normlab_core.rms_norm_backward(dy, x, gamma, eps=eps))
+    v = judge_namespace(ns, ctx, ["test_ex2_hidden"])["test_ex2_hidden"]
+    assert not v.passed and "normlab_core.backward.rms_norm_backward" in v.message and "scores 0" in v.message
+    assert normlab_core.rms_norm_backward.__code__ is before
+    x = np.array([[1.0, 2.0, 4.0]])
+    assert np.all(np.isfinite(normlab_core.rms_norm_backward(np.ones_like(x), x)))
+    assert "__normlab_tripped__" not in vars(normlab_core.backward)
+
+
+def test_answers_that_read_their_callers_frames_find_nothing(ctx):
+    verdicts = judge_namespace(namespace(FRAME), ctx)
+    assert failing(verdicts) == lost_cells(("4a",))
+
+
+def test_a_patched_numpy_in_the_namespace_changes_no_verdict(ctx, monkeypatch):
+    # Judging happens on plain data in this process: numpy's comparison functions are never asked.
+    ns = namespace({WRONG["1a"][0]: WRONG["1a"][1]})
+    monkeypatch.setattr(np, "allclose", lambda *a, **k: True)
+    monkeypatch.setattr(np, "isclose", lambda a, b, **k: np.ones(np.shape(a), bool))
+    assert "test_ex1_function" in failing(judge_namespace(ns, ctx, ["test_ex1_function"]))
+
+
+def test_a_slow_answer_is_stopped_with_the_cell_the_limit_and_the_calls(reference_ns, ctx):
+    backward = reference_ns["rmsnorm_backward"]
+
+    def slow(*args, **kwargs):
+        time.sleep(0.05)
+        return backward(*args, **kwargs)
+
+    v = judge_namespace(dict(reference_ns, rmsnorm_backward=slow), ctx, ["test_ex2_hidden"],
+                        budget=0.5)["test_ex2_hidden"]
+    assert not v.passed and v.timed_out
+    m = re.search(r"time limit reached in the check cell test_ex2_hidden\. Its checks call rmsnorm_backward 27 "
+                  r"times, with a limit of 0\.5 s for all of them together; (\d+) of the 27 calls finished", v.message)
+    assert m and 1 <= int(m.group(1)) <= 10, v.message
+
+
+# --- what comes back from the sandbox cannot be trusted ----------------------------------------------------------
+
+def test_missing_malformed_or_forged_records_never_pass(ctx):
+    plan = hidden_checks.plans(ctx, ["test_ex1_function"])["test_ex1_function"]
+    n = len(plan.cases)
+    bad_records = [
+        None, {}, {"results": "all passed"}, {"results": [None] * n}, {"results": [{}] * n},
+        {"results": [{"value": "passed"}] * n}, {"results": [{"value": {"t": "ndarray", "shape": [4]}}] * n},
+        {"results": [{"value": {"t": "ndarray", "dtype": "float64", "shape": [4], "data": ["a"] * 4}}] * n},
+        {"results": [{"value": {"t": "list", "items": [{"t": "float", "v": 0.0}]}}] * n},
+        {"results": []}, {"results": [{"error": {"type": "X"}}] * n, "tripped": []},
+        {"results": [{"value": {"t": "float", "v": "NaN"}}] * n},
+    ]
+    for record in bad_records:
+        try:
+            verdict = hidden_checks.judge(plan, record, 30.0)
+        except Exception as exc:  # noqa: BLE001
+            pytest.fail(f"the judge crashed on {record!r}: {exc!r}")
+        assert not verdict.passed, record
+
+
+def test_every_check_cell_of_the_notebook_has_an_outside_judge():
+    source = nbformat.read(SOURCE, as_version=4)
+    checks = {c.metadata["nbgrader"]["grade_id"] for c in source.cells
+              if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+    assert checks == set(hidden_checks.CHECKS) == set(GRADE_IDS)
+    hidden = "\n".join(c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")
+                       and c.cell_type == "code")
+    assert "HIDDEN TESTS" not in hidden and "hidden_checks" not in hidden and "_hidden" not in hidden
+
+
+def test_describe_reads_values_through_the_built_in_types():
+    class Sneaky(float):
+        def __float__(self):
+            return 1.0
+
+        def __repr__(self):
+            return "1.0"
+
+    class Count(int):
+        def __int__(self):
+            return 99
+
+        def __index__(self):
+            return 99
+
+    budget = [10**6]
+    assert runner.describe(Sneaky(2.5), np, budget) == {"t": "float", "v": 2.5, "cls": runner._qualname(Sneaky)}
+    assert runner.describe(Count(7), np, budget)["v"] == 7
+    assert runner.describe(np.float32(0.5), np, budget) == {"t": "npscalar", "dtype": "float32", "v": 0.5,
+                                                            "cls": "numpy.float32"}
+    assert runner.describe(np.array(3.0), np, budget)["shape"] == []
+    assert runner.describe(np.zeros(10**6 + 5), np, [10**6])["t"] == "toolarge"
+    assert runner.describe(object(), np, budget)["t"] == "object"
+    nested = runner.describe((np.arange(3.0), [1, 2.0]), np, budget)
+    assert [i["t"] for i in nested["items"]] == ["ndarray", "list"]

@@ -1,0 +1,245 @@
+"""The PDF edition (`make pdf`, scripts/make_pdf.py) as a reader opens it: _build/pdf/normlab.pdf, read with pypdf.
+
+What a reader of the PDF relies on, checked against the built HTML site (parsed here independently):
+
+* every page of _toc.yml is in it, in the order of the table of contents, one top-level bookmark per section
+  with the section's title, each bookmark on the page where that title is printed; every heading of a section
+  (h2, h3) has a bookmark under it, in order;
+* the text: each section's title; no sidebar, search box, header button or preset button; every explorable
+  printed with its "Shown at:" line, its frame (an image on the same page) and its readouts; every line a code
+  cell printed (the output tables) is one line of the PDF: no column moved to the next line;
+* links: a link between pages of the book jumps inside the PDF, to the page that holds its target (the
+  glossary entry it names); no link leads to the local server the pages were printed from, or to a file;
+* offline: nothing in it points at the machine it was made on.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_pdf  # noqa: E402  (scripts/ is not a package)
+
+pytestmark = pytest.mark.pdf
+
+PDF = ROOT / "_build" / "pdf" / "normlab.pdf"
+SITE = ROOT / "_build" / "html"
+PAGES = make_pdf.toc_pages()
+
+
+@pytest.fixture(scope="module")
+def pdf():
+    from pypdf import PdfReader
+
+    if not PDF.is_file():
+        msg = f"{PDF} is missing: run `make pdf` (after `make book`)"
+        if not Path(make_pdf.CHROMIUM).is_file() and os.environ.get("NORMLAB_REQUIRE_BROWSER") != "1":
+            pytest.skip(msg + f"; {make_pdf.CHROMIUM} is not installed")
+        pytest.fail(msg, pytrace=False)
+    if (SITE / "index.html").is_file() and PDF.stat().st_mtime < (SITE / "index.html").stat().st_mtime:
+        pytest.fail(f"{PDF} is older than the site: run `make pdf` again", pytrace=False)
+    reader = PdfReader(PDF)
+    texts = [p.extract_text() or "" for p in reader.pages]
+    return reader, texts
+
+
+def _flat_outline(reader, items, depth=0):
+    out = []
+    for item in items:
+        if isinstance(item, list):
+            out += _flat_outline(reader, item, depth + 1)
+        else:
+            out.append((depth, item.title, reader.get_destination_page_number(item)))
+    return out
+
+
+def _squash(text: str) -> str:
+    """Text compared loosely: ligatures undone, no spaces (the PDF's text has its own line breaks)."""
+    return re.sub(r"\s+", "", text.replace("\ufb01", "fi").replace("\ufb02", "fl").replace("\ufb00", "ff"))
+
+
+def _article(name: str) -> str:
+    text = (SITE / f"{name}.html").read_text(encoding="utf-8")
+    return text[text.find("<article"):text.rfind("</article>")]
+
+
+def _plain(fragment: str) -> str:
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", "", fragment))).strip()
+
+
+def _headings(name: str) -> list[tuple[int, str]]:
+    """The h2/h3 headings of a built page that begin a section (level, text without maths)."""
+    out = []
+    for level, body in re.findall(r'<section id="[^"]+">\s*<h([23])>(.*?)</h\1>', _article(name), re.S):
+        body = re.sub(r'<a class="headerlink".*?</a>', "", body, flags=re.S)
+        out.append((int(level), _plain(re.sub(r'<span class="math.*?</span>', "", body, flags=re.S))))
+    return out
+
+
+def _has_image(resources, depth: int = 0) -> bool:
+    """Whether a page's resources draw an image (directly or inside a form XObject), without decoding it."""
+    xobjects = (resources or {}).get("/XObject") or {}
+    for ref in xobjects.get_object().values():
+        obj = ref.get_object()
+        if obj.get("/Subtype") == "/Image":
+            return True
+        if obj.get("/Subtype") == "/Form" and depth < 3 and _has_image(obj.get("/Resources"), depth + 1):
+            return True
+    return False
+
+
+def section_starts(reader) -> list[int]:
+    top = [(title, page) for depth, title, page in _flat_outline(reader, reader.outline) if depth == 0]
+    return [page for _, page in top]
+
+
+def test_one_bookmark_per_section_in_the_order_of_the_contents(pdf):
+    reader, texts = pdf
+    outline = _flat_outline(reader, reader.outline)
+    top = [(title, page) for depth, title, page in outline if depth == 0]
+    titles = [make_pdf.page_title(SITE, name) for name in PAGES]
+    assert [t for t, _ in top] == titles, f"top-level bookmarks {[t for t, _ in top]}, sections {titles}"
+    starts = [page for _, page in top]
+    assert starts[0] == 0 and starts == sorted(set(starts)), f"sections do not start in order: {starts}"
+    for (title, page) in top:
+        assert _squash(title) in _squash(texts[page]), f"bookmark {title!r} -> page {page + 1}, which does not show it"
+    # A4 portrait throughout, and the whole book (not one page per section)
+    assert len(reader.pages) >= 3 * len(PAGES), f"only {len(reader.pages)} pages for {len(PAGES)} sections"
+    for i, page in enumerate(reader.pages):
+        w, h = float(page.mediabox.width), float(page.mediabox.height)
+        assert abs(w - 595.3) < 2 and abs(h - 841.9) < 2, f"page {i + 1} is {w:.0f}x{h:.0f} pt, not A4"
+
+
+def test_every_heading_has_a_bookmark_under_its_section(pdf):
+    reader, texts = pdf
+    outline = _flat_outline(reader, reader.outline)
+    starts = section_starts(reader) + [len(reader.pages)]
+    sections = []
+    for depth, title, page in outline:
+        if depth == 0:
+            sections.append([])
+        else:
+            sections[-1].append((depth, title, page))
+    for i, name in enumerate(PAGES):
+        expected = _headings(name)
+        got = sections[i]
+        assert [d + 1 for d, _, _ in got] == [lvl for lvl, _ in expected], \
+            f"{name}: bookmark levels {got}, headings {expected}"
+        for (_depth, title, page), (_, heading) in zip(got, expected, strict=True):
+            parts = [_squash(w) for w in re.split(r"[\s,]+", heading) if w]
+            assert all(w in _squash(title) for w in parts), f"{name}: bookmark {title!r} for heading {heading!r}"
+            assert starts[i] <= page < starts[i + 1], f"{name}: bookmark {title!r} points outside its section"
+            words = [w for w in re.findall(r"[A-Za-z]{4,}", heading)][:3]
+            assert all(w in _squash(texts[page]) for w in words), \
+                f"{name}: bookmark {title!r} -> page {page + 1}, which does not show {words}"
+
+
+def test_text_is_the_article_without_screen_furniture(pdf):
+    reader, texts = pdf
+    everything = "\n".join(texts)
+    for furniture in ["Ctrl+K", "Search this book", "Toggle navigation", "Back to top", "Try:",
+                      "each button above the figure", "Print to PDF", "Skip to main content"]:
+        assert furniture not in everything, f"{furniture!r} is printed in the PDF"
+    assert "\u25b6" not in everything
+    # the licence is stated once, on the landing page
+    assert "CC BY 4.0" in "\n".join(texts[:section_starts(reader)[1]])
+
+
+def test_explorables_print_their_frame_readouts_and_values(pdf):
+    reader, texts = pdf
+    starts = section_starts(reader) + [len(reader.pages)]
+    for i, name in enumerate(PAGES):
+        article = _article(name)
+        count = article.count('class="normlab-explorable')
+        pages = [p for p in range(starts[i], starts[i + 1]) if "Shown at:" in texts[p]]
+        shown = sum(texts[p].count("Shown at:") for p in pages)
+        assert shown == count, f"{name}: {count} explorables, {shown} 'Shown at:' lines in the PDF"
+        # each one's readouts (their first label) on a page with its "Shown at:" line and its frame
+        firsts = re.findall(r"<div class=\"nl-current\"><table[^>]*><tr><th[^>]*>(.*?)</th>", article)
+        assert len(firsts) == count, f"{name}: could not read the explorables' readouts from the HTML"
+        for label in firsts:
+            label = _plain(label)
+            assert any(_squash(label) in _squash(texts[p]) for p in pages), \
+                f"{name}: readout {label!r} is not on a page with an explorable's 'Shown at:' line"
+        for p in pages:
+            assert _has_image(reader.pages[p].get("/Resources")), \
+                f"{name}: page {p + 1} prints an explorable's values but no frame"
+
+
+def test_printed_output_lines_stay_whole(pdf):
+    """Every line a code cell printed (up to 100 characters: the printed tables) is one line of the PDF text."""
+    reader, texts = pdf
+    starts = section_starts(reader) + [len(reader.pages)]
+    checked = 0
+    for i, name in enumerate(PAGES):
+        lines = {re.sub(r"\s+", " ", line).strip() for line in
+                 (re.sub(r"\s+", " ", ln).strip() for ln in "\n".join(texts[starts[i]:starts[i + 1]]).splitlines())}
+        for block in re.findall(r'<div class="cell_output docutils container">\s*<div class="output stream '
+                                r'highlight-myst-ansi notranslate"><div class="highlight"><pre>(.*?)</pre>',
+                                _article(name), re.S):
+            for raw in html_lib.unescape(re.sub(r"<[^>]+>", "", block)).splitlines():
+                line = re.sub(r"\s+", " ", raw).strip()
+                if not line or len(raw) > 100:
+                    continue
+                checked += 1
+                assert line in lines, f"{name}: the printed line {raw!r} is not one line of the PDF"
+    assert checked >= 200, f"only {checked} printed lines found in the site"
+
+
+def test_links_between_pages_jump_inside_the_pdf(pdf):
+    from pypdf.generic import ArrayObject
+
+    reader, texts = pdf
+    starts = section_starts(reader) + [len(reader.pages)]
+    glossary = PAGES.index("book/glossary")
+    index_of = {page.indirect_reference.idnum: n for n, page in enumerate(reader.pages)}
+    internal = to_glossary = 0
+    for n, page in enumerate(reader.pages):
+        for ref in page.get("/Annots") or []:
+            a = ref.get_object()
+            if a.get("/Subtype") != "/Link":
+                continue
+            uri = str((a.get("/A") or {}).get("/URI", ""))
+            assert not re.match(r"(file:|https?://(127\.0\.0\.1|localhost))", uri), \
+                f"page {n + 1}: a link to the machine the PDF was made on: {uri}"
+            dest = a.get("/Dest")
+            if dest is None:
+                assert uri.startswith(("http://", "https://", "mailto:")), f"page {n + 1}: a link to nowhere: {a}"
+                continue
+            assert isinstance(dest, ArrayObject), f"page {n + 1}: a named jump that was not resolved: {dest}"
+            target = index_of[dest[0].idnum]
+            internal += 1
+            if starts[glossary] <= target < starts[glossary + 1] and not starts[glossary] <= n < starts[glossary + 1]:
+                to_glossary += 1
+    assert internal >= 100, f"only {internal} links inside the PDF"
+    assert to_glossary >= 20, f"only {to_glossary} links from the sections into the glossary"
+
+
+def test_a_glossary_link_jumps_to_its_entry(pdf):
+    """23.1 links 'sublayer' to the glossary entry: the jump lands on the page that prints the entry, near it."""
+    from pypdf.generic import ArrayObject
+
+    reader, texts = pdf
+    starts = section_starts(reader) + [len(reader.pages)]
+    first = PAGES.index("notebooks/01_what_you_will_learn")
+    index_of = {page.indirect_reference.idnum: n for n, page in enumerate(reader.pages)}
+    html = _article("notebooks/01_what_you_will_learn")
+    assert 'glossary.html#sublayer"' in html, "23.1 no longer links the glossary's 'Sublayer' entry"
+    jumps = []
+    for n in range(starts[first], starts[first + 1]):
+        for ref in reader.pages[n].get("/Annots") or []:
+            dest = ref.get_object().get("/Dest")
+            if isinstance(dest, ArrayObject):
+                jumps.append((index_of[dest[0].idnum], float(dest[3])))
+    entry_pages = [p for p in range(starts[PAGES.index("book/glossary")], starts[PAGES.index("book/glossary") + 1])
+                   if re.search(r"(?m)^Sublayer\s*$", texts[p])]
+    assert entry_pages, "the glossary's 'Sublayer' entry is not in the PDF text"
+    assert any(p == entry_pages[0] for p, _ in jumps), \
+        f"no link of 23.1 jumps to page {entry_pages[0] + 1}, where the 'Sublayer' entry is printed"
