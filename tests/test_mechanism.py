@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from matplotlib.lines import Line2D
 from explorable_support import every_state, pixels, text_problems, toy
 
 from normlab_core.interactive import Choice, Explorable, Frame, Preset, Slider, number, vector
@@ -81,6 +82,29 @@ def test_a_frame_depends_on_its_values_and_inputs_only():
         assert seen.setdefault(key, png) == png
     for values in states[:6] + [{"kind": "band", "scale": 4.0}]:
         assert toy().render(**values).png == exp.render(**values).png, values
+
+
+def test_a_legend_with_the_same_words_in_another_colour_is_redrawn():
+    """Legends are drawn into the kept background: one whose entries keep their words but change colour (the
+    training lab's seed legends) must not show the colour of the state drawn before."""
+    def setup(fig, *, narrow):
+        ax = fig.subplots()
+        return ax, ax.plot([0, 1], [0, 1])[0]
+
+    def update(art, *, colour):
+        ax, line = art
+        line.set_color(colour)
+        ax.legend(handles=[Line2D([], [], color=colour, label="seed 0")], loc="upper left")
+        return {}, f"a {colour} line"
+
+    def fresh():
+        return Explorable("legend", title="legend", controls={"colour": Choice(["red", "blue"], "red")},
+                          setup=setup, update=update)
+
+    exp = fresh()
+    exp.render(colour="red")
+    assert exp.render(colour="blue").png == fresh().render(colour="blue").png
+    assert exp.render(colour="red").png == fresh().render(colour="red").png
 
 
 def test_an_artist_changed_in_some_states_only_is_drawn_and_reported():

@@ -172,8 +172,7 @@ class _Drawing:
     def _key(self) -> str:   # what a background depends on
         return repr([(ax.viewLim.bounds, ax.get_xscale(), ax.get_yscale(), ax.get_xlabel(), ax.get_ylabel(),
                       [ax.get_title(loc) for loc in ("left", "center", "right")],
-                      [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else None)
-                     for ax in self.fig.axes])
+                      _legend_key(ax.get_legend())) for ax in self.fig.axes])
 
     def _clean(self) -> None:
         for a in self._artists():
@@ -208,6 +207,13 @@ class _Drawing:
             self.fig.draw_artist(a)
         self._clean()
         return Frame(_png(np.asarray(canvas.buffer_rgba()), self.palette), readouts, str(alt))
+
+
+def _legend_key(legend) -> list | None:
+    """What a legend shows: each entry's text and its handle's colour and line style (same words, other colours
+    are another background)."""
+    return None if legend is None else [(t.get_text(), *(str(getattr(h, f"get_{p}", lambda: None)()) for p in (
+        "color", "facecolor", "linestyle"))) for t, h in zip(legend.get_texts(), legend.legend_handles)]
 
 
 def _palette(rgba: np.ndarray):
