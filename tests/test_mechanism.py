@@ -8,8 +8,8 @@ import warnings
 
 import numpy as np
 import pytest
-from matplotlib.lines import Line2D
 from explorable_support import every_state, pixels, text_problems, toy
+from matplotlib.lines import Line2D
 
 from normlab_core.interactive import Choice, Explorable, Frame, Preset, Slider, number, vector
 from normlab_core.interactive.explorable import try_this_markdown

@@ -209,11 +209,9 @@ class _Drawing:
         return Frame(_png(np.asarray(canvas.buffer_rgba()), self.palette), readouts, str(alt))
 
 
-def _legend_key(legend) -> list | None:
-    """What a legend shows: each entry's text and its handle's colour and line style (same words, other colours
-    are another background)."""
-    return None if legend is None else [(t.get_text(), *(str(getattr(h, f"get_{p}", lambda: None)()) for p in (
-        "color", "facecolor", "linestyle"))) for t, h in zip(legend.get_texts(), legend.legend_handles)]
+def _legend_key(legend) -> list | None:   # each entry's words and its handle's look
+    return legend and [(t.get_text(), *(str(getattr(h, f"get_{p}", str)()) for p in ("color", "facecolor", "ls")))
+                       for t, h in zip(legend.get_texts(), legend.legend_handles, strict=False)]
 
 
 def _palette(rgba: np.ndarray):
