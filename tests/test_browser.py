@@ -458,8 +458,7 @@ def test_an_explorable_works_from_file_urls(browser, site):
         before = root.evaluate(STATE)
         root.locator("[data-i='0']").focus()
         page.keyboard.press("End" if before["controls"][0] == 0 else "Home")
-        page.wait_for_function("() => { const img = document.querySelector('.normlab-explorable img.nl-frame');"
-                               " return img.complete && img.naturalWidth > 0; }")
+        root.evaluate(WAIT_FOR_FRAME)   # the new state's frame (its table.js loads on this first touch)
         after = root.evaluate(STATE)
         assert after["controls"][0] != before["controls"][0]
         assert (after["src"], after["rows"]) != (before["src"], before["rows"])
