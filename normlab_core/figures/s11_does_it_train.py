@@ -108,8 +108,9 @@ def _show_seeds(art, prefix, runs, color, key="loss"):
             art[f"{prefix}e{s}"].set_color(color)
 
 
-def _seed_handles(runs, color) -> list:
-    return [Line2D([], [], color=color, ls=SEED_STYLES[r["seed"]], lw=1.4, label=f"seed {r['seed']}") for r in runs]
+def _seed_handles(runs) -> list:
+    """Legend keys of the seeds' line styles, in grey (the lines' colour says the model)."""
+    return [Line2D([], [], color="0.3", ls=SEED_STYLES[r["seed"]], lw=1.4, label=f"seed {r['seed']}") for r in runs]
 
 
 def _seed_words(runs: list) -> str:
@@ -159,7 +160,7 @@ def grid_update(art, *, depth, lr, warmup):
     art["box"].set_xy((LRS.index(lr) - 0.5, DEPTHS.index(depth) - 0.5))
     art["ax_g"].set_title(f"Seeds solved of 3, warm-up {'none' if warmup == 0 else f'{warmup:.0%}'}", loc="left")
     handles = [Line2D([], [], color=COLORS[p], lw=1.4, label=PLACEMENT_NAMES[p]) for p in runs]
-    handles += _seed_handles(runs["post"], "0.3") + [
+    handles += _seed_handles(runs["post"]) + [
         Line2D([], [], color="0.3", ls="none", marker="o", ms=3.5, mfc="white", label="held-out")]
     handles += [Patch(color=COLORS["highlight"], alpha=0.35, label="warm-up")] if warmup else []
     art["ax"].legend(handles=handles, loc="upper right", ncol=3 if len(handles) > 6 else 2, columnspacing=1.0,
@@ -233,10 +234,11 @@ def fix_update(art, *, variant, depth, lr):
     art["note"].set_text("" if runs else f"{words} was not trained\nat depth {depth} with lr {number(lr)}:\n"
                          "see the readouts below")
     if runs:
-        art["ax"].legend(handles=_seed_handles(runs, color), loc="upper right", ncol=3, columnspacing=1.0,
+        art["ax"].legend(handles=_seed_handles(runs), loc="upper right", ncol=3, columnspacing=1.0,
                          handlelength=1.6)
-        art["ax_r"].legend(handles=[art["r0"], art["rmax"]], labels=["RMS, one line per seed",
-                                                                     "largest |value|, any seed"], loc="center right")
+        rms_key = Line2D([], [], color="0.3", lw=1.4, marker="o", ms=2.5)
+        art["ax_r"].legend(handles=[rms_key, art["rmax"]], labels=["RMS, one line per seed",
+                                                                  "largest |value|, any seed"], loc="center right")
     for ax in ("ax", "ax_r"):
         if not runs and art[ax].get_legend():
             art[ax].get_legend().remove()
@@ -293,7 +295,7 @@ def qk_update(art, *, placement, lr, qk_norm):
     other = exp.select(placement=placement, depth=6, lr=lr, warmup=0.0, qk_norm=not qk_norm)
     _show_seeds(art, "q", runs, COLORS[placement], key="max_logit")
     _show_seeds(art, "s", runs, COLORS[placement])
-    art["ax_l"].legend(handles=_seed_handles(runs, COLORS[placement]), loc="upper right", ncol=3, columnspacing=1.0,
+    art["ax_l"].legend(handles=_seed_handles(runs), loc="upper right", ncol=3, columnspacing=1.0,
                        handlelength=1.6)
     name = "with QK-norm" if qk_norm else "without QK-norm"
     peaks = "; ".join(f"seed {r['seed']} {number(_peak(r), 3)}" for r in runs) or "not run"
