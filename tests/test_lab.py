@@ -3,7 +3,7 @@
 Starts `jupyter lab` from the project's .venv on 127.0.0.1 (free port, token, a temporary copy of the section
 notebooks, so nothing is saved into the repository; requests to other hosts are blocked and reported).
 
-- For every section notebook 01-09 (`test_lab_notebook`): Run All; no cell may end with an error or write to
+- For every section notebook 01-09 and 11 (`test_lab_notebook`): Run All; no cell may end with an error or write to
   stderr. Then for every live explorable the notebook shows (`normlab_core.interactive.live.views()`), every
   slider visits all of its stops by keyboard, every choice picks each option, every preset button is clicked.
   After each step the kernel drew exactly the expected state (types too), and the page shows that state's frame

@@ -51,5 +51,6 @@ def test_every_citation_on_the_references_page_and_the_intro_names_a_listed_work
 
 
 def test_the_citation_check_catches_a_work_that_is_not_listed():
-    cited = {(who.split()[0], year) for who, year in CITATION.findall("as Smith et al. (2031) showed (Ba et al., 2016)")}
+    text = "as Smith et al. (2031) showed (Ba et al., 2016)"
+    cited = {(who.split()[0], year) for who, year in CITATION.findall(text)}
     assert cited == {("Smith", "2031"), ("Ba", "2016")} and not cited <= listed() and ("Ba", "2016") in listed()

@@ -47,44 +47,6 @@
   }
 
   // -- print --------------------------------------------------------------------------------------
-  // Wording that is true on a screen only, and what a printed page says instead.
-  var SCREEN_WORDING = [
-    [/^\s*\(each button above the figure sets that state\):\s*$/,
-     " (in the online book and in JupyterLab, each of these presets is a button that sets that state):"]
-  ];
-
-  function printWording() {
-    document.querySelectorAll(".bd-article p > strong:first-child").forEach(function (strong) {
-      var next = strong.nextSibling;
-      if (!next || next.nodeType !== 3 || strong.parentElement.querySelector(".nl-print-only")) return;
-      SCREEN_WORDING.forEach(function (pair) {
-        if (!pair[0].test(next.textContent)) return;
-        var screen = document.createElement("span");
-        screen.className = "nl-screen-only";
-        screen.textContent = next.textContent;
-        var paper = document.createElement("span");
-        paper.className = "nl-print-only";
-        paper.textContent = pair[1];
-        next.replaceWith(screen, paper);
-      });
-    });
-  }
-
-  // Explorables (temporary, until the explorables' own frontend does it; see normlab-book.css):
-  // a select's chosen option as text beside it, for the printed page, where controls are hidden.
-  function mirrorChoices(root) {
-    (root || document).querySelectorAll(".normlab-explorable select").forEach(function (sel) {
-      var shown = sel.parentElement.querySelector(".nl-print-value");
-      if (!shown) {
-        shown = document.createElement("output");
-        shown.className = "nl-print-value";
-        sel.insertAdjacentElement("afterend", shown);
-      }
-      var opt = sel.options[sel.selectedIndex];
-      shown.textContent = opt ? opt.textContent : "";
-    });
-  }
-
   // Printed code may wrap (paper does not scroll), but only at a space: each run of characters without a
   // space becomes one span that does not wrap (.nl-tok, normlab-book.css). Line breaks between two
   // characters of a run (after a ")" before a "[", which the browser allows) are so ruled out. The
@@ -134,14 +96,8 @@
   }
 
   function setupPrint() {
-    mirrorChoices();
-    printWording();
-    document.addEventListener("change", function (event) {
-      if (event.target.closest && event.target.closest(".normlab-explorable")) mirrorChoices();
-    });
     var theme = null;
     window.addEventListener("beforeprint", function () {
-      mirrorChoices();
       keepTokens();
       document.querySelectorAll("img[loading=lazy]").forEach(function (img) { img.loading = "eager"; });
       theme = document.documentElement.dataset.theme;
