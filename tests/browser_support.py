@@ -6,37 +6,21 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_pdf import toc_pages  # noqa: E402,F401,I001  (the pages in reading order; scripts/ is not a package)
+
 SITE = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-gpu"]
 PAGE_LIMIT = 3 * 1024 * 1024  # bytes: a page's HTML plus the images and frames it loads
-
-
-def toc_pages() -> list[str]:
-    """Every page of _toc.yml in reading order, as paths without suffix (e.g. 'notebooks/04_layer_norm')."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("chapters"))
-            walk(entry.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return [str(Path(p).with_suffix("")) for p in pages]
 
 
 def require_site() -> Path:

@@ -13,13 +13,21 @@ from __future__ import annotations
 import contextlib
 import html
 import io
-import os
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
-from grading_support import WRONG, mx, nbgrader_here, released_course, replaced, sandbox, shared_tmp, solutions
+from grading_support import (
+    WRONG,
+    mx,
+    nbgrader_here,
+    released_course,
+    replaced,
+    require_sandbox,
+    shared_tmp,
+    solutions,
+)
 
 
 def nbgrader(command: str, *args, cwd: Path, home: Path, exchange: Path, monkeypatch) -> str:
@@ -33,12 +41,7 @@ def nbgrader(command: str, *args, cwd: Path, home: Path, exchange: Path, monkeyp
 
 @pytest.fixture(scope="module")
 def round_trip(tmp_path_factory):
-    try:
-        sandbox.check_sandbox()
-    except sandbox.SandboxUnavailable as exc:
-        if os.environ.get("NORMLAB_REQUIRE_SANDBOX") == "1":
-            pytest.fail(f"the grading sandbox is required here: {exc}")
-        pytest.skip(f"no grading sandbox on this machine: {exc}")
+    require_sandbox()
     mp = pytest.MonkeyPatch()
     base = tmp_path_factory.mktemp("exchange-class")
     course, source, released = released_course(base / "course", shared_tmp(tmp_path_factory))

@@ -34,7 +34,7 @@ from grading_support import (
     cell_scores,
     mx,
     released_course,
-    sandbox,
+    require_sandbox,
     shared_tmp,
     solutions,
     submissions,
@@ -47,12 +47,7 @@ STORED = ROOT / "notebooks" / "10_exercises.ipynb"
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Run `make grade J=2` on every simulated submission; return (course, source, released, process, digests)."""
-    try:
-        sandbox.check_sandbox()
-    except sandbox.SandboxUnavailable as exc:
-        if os.environ.get("NORMLAB_REQUIRE_SANDBOX") == "1":
-            pytest.fail(f"the grading sandbox is required here: {exc}")
-        pytest.skip(f"no grading sandbox on this machine: {exc}")
+    require_sandbox()
     course, source, released = released_course(tmp_path_factory.mktemp("pipeline") / "course",
                                                shared_tmp(tmp_path_factory))
     for name, nb in submissions(source, released, course).items():

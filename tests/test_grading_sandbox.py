@@ -8,23 +8,15 @@ ignores its time limit, dies, or forges the grader's records is reported as such
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
-from grading_support import COURSE, ROOT, sandbox, tree_digest
-
-REQUIRE = os.environ.get("NORMLAB_REQUIRE_SANDBOX") == "1"
+from grading_support import COURSE, ROOT, require_sandbox, sandbox, tree_digest
 
 
 @pytest.fixture(scope="module", autouse=True)
 def bubblewrap():
-    try:
-        sandbox.check_sandbox()
-    except sandbox.SandboxUnavailable as exc:
-        if REQUIRE:
-            pytest.fail(f"the grading sandbox is required here (NORMLAB_REQUIRE_SANDBOX=1): {exc}")
-        pytest.skip(f"no grading sandbox on this machine: {exc}")
+    require_sandbox()
 
 
 LIMITS = sandbox.Limits(cell_seconds=1, check_seconds=1, grace_seconds=0.5, startup_seconds=60, memory_mb=1024,
