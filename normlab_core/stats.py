@@ -14,7 +14,7 @@ def row_mean(v: np.ndarray, axis: int = -1, sum_dtype=None) -> np.ndarray:
     are rounded once, as the reference programs do with their C `double` accumulators.
     """
     acc = np.float64 if sum_dtype is None else sum_dtype
-    return np.mean(v, axis=axis, keepdims=True, dtype=acc).astype(v.dtype, copy=False)
+    return (np.sum(v, axis=axis, keepdims=True, dtype=acc) / v.shape[axis]).astype(v.dtype, copy=False)
 
 
 def mean_var(x, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:

