@@ -1,4 +1,5 @@
-"""Showing things in a notebook: library source, static figures, and the static/live switch."""
+"""Showing things in a notebook: library source, static figures, the static/live switch, and explorables
+(`show`, live in a kernel and pre-rendered in the book) with their "Try this" lists."""
 
 from __future__ import annotations
 
@@ -95,3 +96,36 @@ def show_figure(fig, alt: str | None = None, caption: str = "") -> None:
 def fmt_vector(v, spec: str = "+.4f") -> str:
     """A vector as the reference programs print it: fmt_vector(y, "+.4f") -> "[-0.2928, +0.8783, ...]"."""
     return "[" + ", ".join(format(float(a), spec) for a in v) + "]"
+
+
+def try_this_markdown(exp, printable: bool = True) -> str:
+    """The "Try this" list of an explorable's presets, as Markdown; `printable`: its first line also worded for
+    print (the book's stylesheet shows one or the other; JupyterLab would show both, so it gets the screen's)."""
+    screen = "Each button after <em>Try:</em> above the figure sets one of these states:"
+    paper = "In the online book and in JupyterLab a button above the figure sets each of these states:"
+    first = (f"<span class='nl-screen-only'>{screen}</span><span class='nl-print-only' hidden>{paper}</span>"
+             if printable else screen)
+    return "\n".join([f"**Try this.** {first}", ""] + [f"- **{label}**: {p.notice.strip()}"
+                                                       for label, p in exp.presets.items()])
+
+
+def try_this(name: str):
+    """The "Try this" list of explorable `name`, as IPython Markdown."""
+    from IPython.display import Markdown
+
+    from .figures import get
+
+    return Markdown(try_this_markdown(get(name), printable=static_mode()))
+
+
+def show(name: str, **values_and_inputs):
+    """Display explorable `name`: live in a kernel, drawn from the inputs given (for example x=my_vector);
+    pre-rendered over its stops while the book is built (NORMLAB_STATIC=1)."""
+    from IPython.display import HTML, display
+
+    from .figures import get
+    from .interactive.live import LiveView
+    from .interactive.static import static_html
+
+    exp = get(name)
+    display(HTML(static_html(exp, **values_and_inputs)) if static_mode() else LiveView(exp, **values_and_inputs))

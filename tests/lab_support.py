@@ -29,6 +29,7 @@ NOTEBOOKS = ROOT / "notebooks"
 # Sections 23.1-23.9 and "Going further" (its train() cell trains for real, a few seconds); not the exercises.
 SECTION_NOTEBOOKS = sorted(p.name for p in NOTEBOOKS.glob("[01][0-9]_*.ipynb") if not p.name.startswith("10_"))
 VENV_BIN = ROOT / ".venv" / "bin"
+LEARNER_CONFIG = ROOT / "lab" / "learner"
 
 
 def _jupyter() -> Path:
@@ -81,6 +82,7 @@ class LabServer:
             "JUPYTER_DATA_DIR": str(self.tmp / "data"),
             "IPYTHONDIR": str(self.tmp / "ipython"),
             "JUPYTER_PLATFORM_DIRS": "1",
+            "JUPYTER_CONFIG_PATH": str(LEARNER_CONFIG),   # the learners' server settings, as `make lab` has them
             "MPLBACKEND": "Agg",
             "PATH": f"{Path(_jupyter()).parent}{os.pathsep}{env.get('PATH', '')}",
         })

@@ -189,3 +189,25 @@ def test_every_relative_link_in_a_notebook_points_at_a_file():
                         f"{nb.name}: {target!r}: JupyterLab finds no entry #{fragment} in {path}"
                 checked += 1
     assert checked >= 30, f"only {checked} links found in the notebooks"
+
+
+def test_the_learners_server_sets_tcp_nodelay_on_kernel_websockets(monkeypatch):
+    """lab/learner/jupyter_server_config.py swaps in a kernel connection that sets TCP_NODELAY before connecting
+    (the JupyterLab tests and `make bench` run with it; the round-trip gain is in the bench's note)."""
+    from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT / "lab" / "learner")).load_config()
+    cls = config.ServerApp.kernel_websocket_connection_class
+    assert issubclass(cls, ZMQChannelsWebsocketConnection)
+    calls = []
+    monkeypatch.setattr(ZMQChannelsWebsocketConnection, "connect", lambda self: calls.append("connect") or "done")
+
+    class Handler:
+        def set_nodelay(self, value):
+            calls.append(("nodelay", value))
+
+    conn = cls.__new__(cls)
+    conn._trait_values["websocket_handler"] = Handler()
+    assert cls.connect(conn) == "done"
+    assert calls == [("nodelay", True), "connect"]

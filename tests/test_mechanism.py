@@ -11,8 +11,8 @@ import pytest
 from explorable_support import every_state, pixels, text_problems, toy
 from matplotlib.lines import Line2D
 
+from normlab_core.display import try_this_markdown
 from normlab_core.interactive import Choice, Explorable, Frame, Preset, Slider, number, vector
-from normlab_core.interactive.explorable import try_this_markdown
 
 
 @pytest.mark.parametrize("value, digits, text", [

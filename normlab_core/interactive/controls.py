@@ -124,16 +124,16 @@ def vector(default, smallest: int = 2, largest: int = 64) -> Input:
     allowed = f"a 1-D list or array of {smallest} to {largest} finite numbers"
 
     def convert(v):
+        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
+            raise TypeError(f"got {type(v).__name__}")
         try:
-            a = np.array(v, dtype=np.float64) if not isinstance(v, (str, bytes, dict)) and hasattr(v, "__len__") \
-                else None
+            a = np.array(v, dtype=np.float64)
         except (TypeError, ValueError) as err:
             raise TypeError(f"got values that are not numbers ({err})") from None
-        if a is None:
-            raise TypeError(f"got {type(v).__name__}")
-        if a.ndim != 1 or not smallest <= a.size <= largest or not np.all(np.isfinite(a)):
-            raise ValueError(f"got shape {a.shape}" if a.ndim != 1 or not smallest <= a.size <= largest else
-                             f"got non-finite values {a[~np.isfinite(a)][:3].tolist()}")
+        if a.ndim != 1 or not smallest <= a.size <= largest:
+            raise ValueError(f"got shape {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"got non-finite values {a[~np.isfinite(a)][:3].tolist()}")
         a.setflags(write=False)
         return a
 

@@ -237,38 +237,3 @@ def _png(rgba: np.ndarray, palette) -> bytes:
     Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB").quantize(
         palette=palette, dither=Image.Dither.NONE).save(buf, format="PNG", compress_level=3)
     return buf.getvalue()
-
-
-def try_this_markdown(exp: Explorable, printable: bool = True) -> str:
-    """The "Try this" list of an explorable's presets, as Markdown; `printable`: its first line also worded for
-    print (the book's stylesheet shows one or the other; JupyterLab would show both, so it gets the screen's)."""
-    screen = "Each button after <em>Try:</em> above the figure sets one of these states:"
-    paper = "In the online book and in JupyterLab a button above the figure sets each of these states:"
-    first = (f"<span class='nl-screen-only'>{screen}</span><span class='nl-print-only' hidden>{paper}</span>"
-             if printable else screen)
-    return "\n".join([f"**Try this.** {first}", ""] + [f"- **{label}**: {p.notice.strip()}"
-                                                       for label, p in exp.presets.items()])
-
-
-def try_this(name: str):
-    """The "Try this" list of explorable `name`, as IPython Markdown."""
-    from IPython.display import Markdown
-
-    from ..display import static_mode
-    from ..figures import get
-
-    return Markdown(try_this_markdown(get(name), printable=static_mode()))
-
-
-def show(name: str, **values_and_inputs):
-    """Display explorable `name`: live in a kernel, drawn from the inputs given (for example x=my_vector);
-    pre-rendered over its stops while the book is built (NORMLAB_STATIC=1)."""
-    from IPython.display import HTML, display
-
-    from ..display import static_mode
-    from ..figures import get
-    from .live import LiveView
-    from .static import static_html
-
-    exp = get(name)
-    display(HTML(static_html(exp, **values_and_inputs)) if static_mode() else LiveView(exp, **values_and_inputs))

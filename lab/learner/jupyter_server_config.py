@@ -1,0 +1,21 @@
+# The learners' JupyterLab (scripts/lab.py puts this folder first on JUPYTER_CONFIG_PATH; the JupyterLab tests and
+# `make bench` start their server with it too). jupyter_server_config.json beside it turns nbgrader's tools off.
+#
+# Kernel messages reach the browser without waiting for Nagle's algorithm. An explorable's move is a short burst
+# of small websocket messages (the kernel's status, the comm message with the frame, the status again). Without
+# TCP_NODELAY the server holds each small write until the browser acknowledges the previous one, and browsers
+# delay their acknowledgements, so every round trip picked up tens of milliseconds here (tornado's
+# WebSocketHandler.set_nodelay documents the effect). The messages themselves are unchanged.
+from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+
+
+class NoDelayKernelConnection(ZMQChannelsWebsocketConnection):
+    """jupyter_server's kernel websocket connection, with TCP_NODELAY set on the browser's socket."""
+
+    def connect(self):
+        self.websocket_handler.set_nodelay(True)
+        return super().connect()
+
+
+c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
+c.ServerApp.kernel_websocket_connection_class = NoDelayKernelConnection
