@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, Tab, toc_pages
+from browser_support import ROOT, SCREENSHOTS, Tab, toc_pages
 
 pytestmark = pytest.mark.browser
 
@@ -414,9 +414,21 @@ def fit_problems(page, width: int, height: int) -> list[str]:
                             f"(more than the {height} px view)")
         if width <= 600:
             problems += narrow_problems(root, where)
+        shot(root, f"{width}x{height}", name)
     if width <= 600:
         page.evaluate("() => window.scrollTo(0, 0)")
     return problems
+
+
+def shot(root, size: str, name: str) -> None:
+    """A screenshot of one explorable, its figure loaded: _build/screenshots/<size>/static-<name>.png."""
+    root.scroll_into_view_if_needed()
+    try:
+        root.evaluate(WAIT_FOR_FRAME)
+    except Exception:  # noqa: BLE001 - fit_problems and narrow_problems report a figure that does not load
+        pass
+    (SCREENSHOTS / size).mkdir(parents=True, exist_ok=True)
+    root.screenshot(path=str(SCREENSHOTS / size / f"static-{name}.png"))
 
 
 NARROW = """(root) => { const img = root.querySelector('img.nl-frame');

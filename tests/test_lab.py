@@ -274,6 +274,7 @@ def test_lab_notebook(lab, expected, nb):
             n, bad = exercise(page, root, i, get(name), expected[name].result(timeout=600))
             total += n
             failures += [f"{name}: {b}" for b in bad]
+        failures += phone_pass(page, [name for name, *_ in shown])
         print(f"{nb}: ran in {t_run:.1f} s; {len(shown)} explorables, {total} steps in "
               f"{time.monotonic() - t0 - t_run:.1f} s")
         assert not failures, f"{nb}: {len(failures)} failures in {total} steps:\n" + "\n".join(failures[:40])
@@ -288,6 +289,40 @@ LEARNER = "zz_learner.ipynb"
 CELLS = ["from normlab_core.interactive import show",
          f"show('layer_norm_eps', x={OWN_X})",
          "show('pre_post_fd_error')"]
+
+
+def phone_pass(page: LabPage, names: list[str]) -> list[str]:
+    """The notebook's explorables on a 390 x 844 phone screen (JupyterLab in single-document mode, side panels
+    closed): each shows the narrow layout's frame (drawn for a 360 px column at 2x) and fits the screen.
+    Screenshots: _build/screenshots/390x844/lab-<name>.png. The window is set back to 1280 x 900 afterwards."""
+    from normlab_core.figures.style import DPI
+    from normlab_core.interactive import get
+
+    p, bad = page.page, []
+    shell = "(mode) => { const s = window.jupyterapp.shell; s.mode = mode; s.collapseLeft(); s.collapseRight(); }"
+    p.set_viewport_size({"width": 390, "height": 844})
+    p.evaluate(shell, "single-document")
+    try:
+        for name, root in zip(names, p.query_selector_all(ROOTS), strict=True):
+            natural = 2 * round(get(name).narrow_size[0] * DPI)
+            root.scroll_into_view_if_needed()
+            s = wait_for(p, root, f"s.natural === {natural} && !s.status")
+            root.scroll_into_view_if_needed()
+            (SCREENSHOTS / "390x844").mkdir(parents=True, exist_ok=True)
+            p.screenshot(path=str(SCREENSHOTS / "390x844" / f"lab-{slug(name)}.png"))
+            box = root.evaluate("r => { const b = r.getBoundingClientRect(), i = r.querySelector('img.nl-frame'); "
+                                "return [b.left, b.right, i.getBoundingClientRect().width, r.scrollWidth, "
+                                "r.clientWidth]; }")
+            if s["natural"] != natural or s["status"]:
+                bad.append(f"{name} on a phone: frame {s['natural']} px wide (narrow: {natural}), "
+                           f"status {s['status']!r}")
+            if box[0] < 0 or box[1] > 390 or box[2] < 250 or box[3] > box[4] + 1:
+                bad.append(f"{name} on a phone: widget spans {box[0]:.0f}..{box[1]:.0f} px of 390, figure "
+                           f"{box[2]:.0f} px wide, content {box[3]} px in {box[4]} px")
+    finally:
+        p.set_viewport_size({"width": 1280, "height": 900})
+        p.evaluate(shell, "multiple-document")
+    return bad
 
 
 def wait_for(page, root, check: str, timeout: int = STEP_TIMEOUT_MS) -> dict:
