@@ -15,19 +15,19 @@ import os
 import re
 from pathlib import Path
 
+from PIL import Image
+
 from ..figures.style import DPI
 from .controls import Slider
 from .explorable import Explorable
 
 FRAMES_ENV = "NORMLAB_FRAMES"
 FRAMES_URL = "nl-frames"   # the folder beside a page that holds its explorables' frames
-SHARED = {"normlab-explorable.js": "frontend.js", "normlab-explorable.css": "frontend.css"}
+HERE = Path(__file__).parent
 
 
 def packed(png: bytes) -> bytes:
     """The same picture, compressed harder for the book (render() favours speed)."""
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.open(io.BytesIO(png)).save(buf, format="PNG", compress_level=6)
     return buf.getvalue()
@@ -50,7 +50,7 @@ def spec(exp: Explorable, values: dict) -> dict:
         slider = isinstance(c, Slider)
         controls.append({"label": c.label or k, "kind": "slider" if slider else "choice",
                          "labels": [c.format(v) for v in c.positions()], "stops": c.positions() if slider else [],
-                         "free": [*c.free, c.integer] if slider and c.free else None})
+                         "free": [*c.free, c.integer] if c.free else None})
     index = [c.positions().index(values[k]) if values[k] in c.positions() else f"={values[k]!r}"
              for k, c in exp.controls.items()]   # the state key's parts: a stop's index, or "=value" (typed)
     presets = [[label, p.notice, [c.positions().index(v) for v, c in zip(
@@ -61,7 +61,7 @@ def spec(exp: Explorable, values: dict) -> dict:
 
 def script() -> str:
     """frontend.js as a classic script for book pages: run in a scope of its own, booting the page's explorables."""
-    js = (Path(__file__).with_name("frontend.js")).read_text(encoding="utf-8")
+    js = (HERE / "frontend.js").read_text(encoding="utf-8")
     return "(function () {\n" + js.replace("export default { render };", "boot();") + "})();\n"
 
 
@@ -95,8 +95,8 @@ def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs
     table = {"name": exp.name, "files": list(files), "frames": frames, "rows": [json.loads(r) for r in rows],
              "alts": list(alts)}
     (folder / "table.js").write_text(f"normlabTable({json.dumps(table, separators=(',', ':'))});\n", encoding="utf-8")
-    for target, source in SHARED.items():
-        text = script() if target.endswith(".js") else Path(__file__).with_name(source).read_text(encoding="utf-8")
+    for target, text in [("normlab-explorable.js", script()),
+                         ("normlab-explorable.css", (HERE / "frontend.css").read_text(encoding="utf-8"))]:
         if not (folder.parent / target).is_file() or (folder.parent / target).read_text(encoding="utf-8") != text:
             (folder.parent / target).write_text(text, encoding="utf-8")
     first = frames[",".join(map(str, start["start"]))]
