@@ -199,11 +199,10 @@ class _Drawing:
         while len(self.backgrounds) > BACKGROUNDS:
             self.backgrounds.popitem(last=False)
         canvas.restore_region(background)
-        for ax in self.fig.axes:   # in the order a full drawing uses
-            for a in sorted((a for a in ax.get_children() if a.get_animated()), key=lambda a: a.get_zorder()):
-                ax.draw_artist(a)
-        for a in (a for a in self.fig.texts if a.get_animated()):
-            self.fig.draw_artist(a)
+        fig = self.fig   # each axes' artists, then the figure's texts, patches and lines: a full drawing's order
+        for group in [*(ax.get_children() for ax in fig.axes), (*fig.texts, *fig.patches, *fig.lines)]:
+            for a in sorted((a for a in group if a.get_animated()), key=lambda a: a.get_zorder()):
+                fig.draw_artist(a)
         self._clean()
         return Frame(_png(np.asarray(canvas.buffer_rgba()), self.palette), readouts, str(alt))
 
