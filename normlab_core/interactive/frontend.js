@@ -231,7 +231,7 @@ function render({ model, el }) {
     if (f.by !== view && f.key !== ui.key()) ui.adopt(f.key);   // another view moved: follow it
     else { ui.status(""); ui.arrived(f.layout, f.key); }
   };
-  const onCustom = (msg, buffers) => msg && msg.ahead && buffers && buffers.length &&
+  const onCustom = (msg, buffers) => msg?.ahead && buffers?.length &&
     (keep(msg, buffers[0]), ui.arrived(msg.layout, msg.key));
   const onLive = () => el.closest(".jupyter-widgets-disconnected") && gone();
   const statusChanged = model.widget_manager?.kernel?.statusChanged;

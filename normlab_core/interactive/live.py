@@ -18,7 +18,6 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from ..figures.style import DPI
 from .explorable import Explorable
 from .static import spec
 
@@ -82,7 +81,7 @@ class LiveView(anywidget.AnyWidget):
                 ".nl-fallback)) {display: none}")
         display({"text/html": f"<figure class='nl-fallback'><style>{hide}</style><img src='data:image/png;base64,"
                  f"{png}' alt='{html.escape(self.first.alt, quote=True)}' style='max-width:100%' width="
-                 f"'{round(self.exp.size[0] * DPI)}'><figcaption>{html.escape(caption)}</figcaption></figure>",
+                 f"'{self.spec['wide'][0]}'><figcaption>{html.escape(caption)}</figcaption></figure>",
                  "text/plain": caption}, raw=True)
         bundle = self._repr_mimebundle_()
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})

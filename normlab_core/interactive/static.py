@@ -42,9 +42,6 @@ def frames_root() -> Path:
 def spec(exp: Explorable, values: dict) -> dict:
     """What frontend.js draws the title, controls and presets from, in both faces; `start`: the stop indices of
     `values`."""
-    def css(size):
-        return [round(size[0] * DPI), round(size[1] * DPI)]
-
     controls = []
     for k, c in exp.controls.items():
         slider = isinstance(c, Slider)
@@ -56,7 +53,7 @@ def spec(exp: Explorable, values: dict) -> dict:
     presets = [[label, p.notice, [c.positions().index(v) for v, c in zip(
         exp.preset_values(label).values(), exp.controls.values(), strict=True)]] for label, p in exp.presets.items()]
     return {"name": exp.name, "title": exp.title, "controls": controls, "presets": presets, "start": index,
-            "wide": css(exp.size), "narrow": css(exp.narrow_size)}
+            "wide": [round(v * DPI) for v in exp.size], "narrow": [round(v * DPI) for v in exp.narrow_size]}
 
 
 def script() -> str:
