@@ -80,11 +80,9 @@ def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs
             f = exp.render(narrow=narrow, **state, **inputs)
             png = packed(f.png)
             name = hashlib.sha256(png).hexdigest()[:20] + ".png"
-            if name not in files:
-                files[name] = len(files)
-                if not (folder / name).exists():
-                    (folder / name).write_bytes(png)
-            entry.append(files[name])
+            if not (folder / name).exists():
+                (folder / name).write_bytes(png)
+            entry.append(files.setdefault(name, len(files)))
         for label, text in f.readouts.items():
             shapes.setdefault(label, set()).add(re.sub("[0-9]", "0", text))
         frames[",".join(map(str, idx))] = entry + [rows.setdefault(json.dumps(list(f.readouts.items())), len(rows)),
