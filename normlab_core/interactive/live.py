@@ -83,8 +83,7 @@ class LiveView(anywidget.AnyWidget):
                  f"{png}' alt='{html.escape(self.first.alt, quote=True)}' style='max-width:100%' width="
                  f"'{self.spec['wide'][0]}'><figcaption>{html.escape(caption)}</figcaption></figure>",
                  "text/plain": caption}, raw=True)
-        bundle = self._repr_mimebundle_()
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        data, metadata = self._repr_mimebundle_()   # anywidget's: (data, metadata)
         display(data, metadata=metadata, raw=True)
 
     def _frame(self, layout: str, key: str):
