@@ -140,15 +140,14 @@ class _Drawing:
             exp.update(self.art, **start)
             self.fig.canvas.draw()
             boxes, keys, animated = {ax: ax.get_position() for ax in self.fig.axes}, {self._key()}, set()
-            self._clean()
             for probe in exp.probes():         # the artists update() changes are drawn over the background
+                self._clean()
                 exp.update(self.art, **{**start, **probe})
                 animated.update(a for a in self._artists() if a.stale)
                 if self._key() not in keys:    # other limits or labels: the layout must fit their tick labels too
                     keys.add(self._key())
                     self.fig.canvas.draw()
                     boxes = {ax: Bbox.intersection(b, ax.get_position()) or b for ax, b in boxes.items()}
-                self._clean()
             self.fig.set_layout_engine("none")  # one layout for every state: the room each of the probes needs
             for ax, box in boxes.items():
                 ax.set_position(box)
