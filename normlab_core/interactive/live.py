@@ -13,15 +13,13 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from pathlib import Path
 
 import anywidget
 import traitlets
 
 from .explorable import Explorable
-from .static import spec
+from .static import HERE, spec
 
-HERE = Path(__file__).parent
 CACHE = 64          # frames the kernel keeps per view
 KEEP = 48           # frames the browser keeps per view (decoded)
 _VIEWS: list = []
