@@ -50,7 +50,7 @@ function explorable(root, spec, source) {
       onchange: (e) => typed(i, e.target), onkeydown: (e) => e.key === "Enter" && (e.preventDefault(), e.target.blur()) })
     : make("output", { hidden: c.kind === "choice" ? "" : null })));   // a choice's value: printed only
   const buttons = spec.presets.map(([label, notice, parts]) => make("button", { type: "button", "data-preset": label,
-    title: notice, onclick: () => { source.wake(); state = parts.slice(); moved = -1; render(); } }, label));
+    title: notice, onclick: () => { source.wake(); [state, moved, note] = [parts.slice(), -1, ""]; render(); } }, label));
   const status = make("div", { class: "nl-status", role: "status" });
   const ghost = make("div", { class: "nl-ghost", "aria-hidden": "true" }), current = make("div", { class: "nl-current" });
   let img = root.querySelector("img.nl-frame") || make("img", { class: "nl-frame", alt: "" });
