@@ -42,12 +42,9 @@ def frames_root() -> Path:
 def spec(exp: Explorable, values: dict) -> dict:
     """What frontend.js draws the title, controls and presets from, in both faces; `start`: the stop indices of
     `values`."""
-    controls = []
-    for k, c in exp.controls.items():
-        slider = isinstance(c, Slider)
-        controls.append({"label": c.label or k, "kind": "slider" if slider else "choice",
-                         "labels": [c.format(v) for v in c.positions()], "stops": c.positions() if slider else [],
-                         "free": [*c.free, c.integer] if c.free else None})
+    controls = [{"label": c.label or k, "kind": "slider" if isinstance(c, Slider) else "choice",
+                 "labels": [c.format(v) for v in c.positions()], "stops": c.stops if isinstance(c, Slider) else [],
+                 "free": [*c.free, c.integer] if c.free else None} for k, c in exp.controls.items()]
     index = [c.positions().index(values[k]) if values[k] in c.positions() else f"={values[k]!r}"
              for k, c in exp.controls.items()]   # the state key's parts: a stop's index, or "=value" (typed)
     presets = [[label, p.notice, [c.positions().index(v) for v, c in zip(
