@@ -12,8 +12,7 @@ function make(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(props)) {
     if (v === null || v === undefined) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
+    if (k === "text") node.textContent = v;
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v);
   }
