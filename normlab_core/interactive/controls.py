@@ -7,6 +7,7 @@ import math
 import numbers
 from collections import namedtuple
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -27,10 +28,8 @@ class Slider:
 
     def __post_init__(self):
         self.stops = list(self.stops)
-        if len(self.stops) < 2 or any(b <= a for a, b in zip(self.stops, self.stops[1:], strict=False)):
-            raise ValueError(f"stops must be at least two strictly ascending numbers, got {self.stops!r}")
-        if not all(_real(s) for s in self.stops):
-            raise ValueError(f"stops must be finite numbers, got {self.stops!r}")
+        if len(self.stops) < 2 or not all(map(_real, self.stops)) or any(b <= a for a, b in pairwise(self.stops)):
+            raise ValueError(f"stops must be at least two finite, strictly ascending numbers, got {self.stops!r}")
         self.integer = all(isinstance(s, numbers.Integral) for s in self.stops)
         self.stops = [int(s) if self.integer else float(s) for s in self.stops]
         if self.value not in self.stops:
@@ -39,9 +38,10 @@ class Slider:
         if self.free is not None and not (len(self.free) == 2 and all(map(_real, self.free))
                                           and self.free[0] <= self.stops[0] and self.stops[-1] <= self.free[1]):
             raise ValueError(f"free must be (lo, hi) around every stop, got {self.free!r}")
-        shown = next((d for d in range(3, 13) if all(float(number(s, d)) == s for s in self.stops)), 12)
-        self.digits = max(shown, next(d for d in range(3, 13) if len({number(s, d) for s in self.stops})
-                                      == len(self.stops)))
+        # the fewest digits (3 to 12) that write every stop exactly, and so tell them apart
+        self.digits = next((d for d in range(3, 13) if all(float(number(s, d)) == s for s in self.stops)), 12)
+        if len(set(map(self.format, self.stops))) < len(self.stops):
+            raise ValueError(f"stops must differ within 12 significant digits, got {self.stops!r}")
 
     def positions(self) -> list:
         return list(self.stops)
@@ -88,8 +88,7 @@ class Choice:
         return list(self.options)
 
     def take(self, v):
-        same = [o for o in self.options if o == v and isinstance(o, bool) == isinstance(v, bool)]
-        return same[0] if same else None
+        return next((o for o in self.options if o == v and isinstance(o, bool) == isinstance(v, bool)), None)
 
     def allowed(self) -> str:
         return "one of " + ", ".join(map(repr, self.options))

@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.legend import Legend
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
+from PIL import Image
 
 from ..figures.style import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style
 from .controls import Preset
@@ -82,8 +83,7 @@ class Explorable:
             raise ValueError(f"{self.name} has no control or input named {unknown}; its controls are "
                              f"{list(self.controls)} and its inputs {list(self.inputs)}")
         inputs = self._inputs(given)
-        values = {**self.defaults(**{k: inputs[k] for k in given if k in self.inputs}),
-                  **{k: v for k, v in given.items() if k in self.controls}}
+        values = {**self.defaults(**inputs), **{k: v for k, v in given.items() if k in self.controls}}
         for k, c in self.controls.items():
             if (taken := c.take(values[k])) is None:
                 raise ValueError(f"{self.name}: {k}={values[k]!r} is not allowed; {k} takes {c.allowed()}")
@@ -107,9 +107,8 @@ class Explorable:
         values, inputs = self.resolve(values_and_inputs)
         key = (bool(narrow), fingerprint(inputs))
         with LOCK:
-            if (drawing := self._drawings.pop(key, None)) is None:
-                start = self.resolve({k: v for k, v in values_and_inputs.items() if k in self.inputs})[0]
-                drawing = _Drawing(self, narrow, {**start, **inputs})
+            if (drawing := self._drawings.pop(key, None)) is None:   # drawn first at these inputs' starting values
+                drawing = _Drawing(self, narrow, {**self.resolve(inputs)[0], **inputs})
             self._drawings[key] = drawing
             while len(self._drawings) > FIGURES:
                 self._drawings.popitem(last=False)
@@ -134,22 +133,21 @@ class _Drawing:
 
     def __init__(self, exp: Explorable, narrow: bool, start: dict):
         self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size), dpi=DPI * SHARPNESS)
-        self.exp, self.update, self.backgrounds, self.static = exp, exp.update, OrderedDict(), set()
+        self.exp, self.backgrounds, self.static = exp, OrderedDict(), set()
         with house_style(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.art = exp.setup(self.fig, narrow=narrow, **{k: start[k] for k in exp.inputs})
             exp.update(self.art, **start)
             self.fig.canvas.draw()
             boxes, keys, animated = {ax: ax.get_position() for ax in self.fig.axes}, {self._key()}, set()
-            self._clean()
             for probe in exp.probes():         # the artists update() changes are drawn over the background
-                self.update(self.art, **{**start, **probe})
+                self._clean()
+                exp.update(self.art, **{**start, **probe})
                 animated.update(a for a in self._artists() if a.stale)
                 if self._key() not in keys:    # other limits or labels: the layout must fit their tick labels too
                     keys.add(self._key())
                     self.fig.canvas.draw()
                     boxes = {ax: Bbox.intersection(b, ax.get_position()) or b for ax, b in boxes.items()}
-                self._clean()
             self.fig.set_layout_engine("none")  # one layout for every state: the room each of the probes needs
             for ax, box in boxes.items():
                 ax.set_position(box)
@@ -181,7 +179,7 @@ class _Drawing:
     def frame(self, state: dict) -> Frame:
         with warnings.catch_warnings(record=True) as caught, house_style():
             warnings.simplefilter("always")
-            readouts, alt = self.update(self.art, **state)
+            readouts, alt = self.exp.update(self.art, **state)
         readouts = {str(k): str(v) for k, v in dict(readouts).items()}
         if caught:   # what numpy or the maths had to say becomes a readout
             readouts["note"] = "; ".join(dict.fromkeys(str(w.message) for w in caught))
@@ -200,11 +198,10 @@ class _Drawing:
         while len(self.backgrounds) > BACKGROUNDS:
             self.backgrounds.popitem(last=False)
         canvas.restore_region(background)
-        for ax in self.fig.axes:   # in the order a full drawing uses
-            for a in sorted((a for a in ax.get_children() if a.get_animated()), key=lambda a: a.get_zorder()):
-                ax.draw_artist(a)
-        for a in (a for a in self.fig.texts if a.get_animated()):
-            self.fig.draw_artist(a)
+        fig = self.fig   # each axes' artists, then the figure's texts, patches and lines: a full drawing's order
+        for group in [*(ax.get_children() for ax in fig.axes), (*fig.texts, *fig.patches, *fig.lines)]:
+            for a in sorted((a for a in group if a.get_animated()), key=lambda a: a.get_zorder()):
+                fig.draw_artist(a)
         self._clean()
         return Frame(_png(np.asarray(canvas.buffer_rgba()), self.palette), readouts, str(alt))
 
@@ -217,8 +214,6 @@ def _legend_key(legend) -> list | None:   # each entry's words and its handle's 
 def _palette(rgba: np.ndarray):
     """256 colours: the house colours, their tints toward white and a grey ramp exactly, and the rest from the
     colours of one frame, so that every frame is mapped to them fast and in the same way."""
-    from PIL import Image
-
     keys = list(dict.fromkeys([(g, g, g) for g in range(0, 256, 17)] + [
         tuple(int(round(int(h[i:i + 2], 16) * t + 255 * (1 - t))) for i in (1, 3, 5))
         for h in COLORS.values() for t in (1.0, 0.75, 0.5, 0.25)]))
@@ -231,8 +226,6 @@ def _palette(rgba: np.ndarray):
 
 
 def _png(rgba: np.ndarray, palette) -> bytes:
-    from PIL import Image
-
     buf = io.BytesIO()   # zlib level 3: as fast as level 1 and smaller (the static writer packs harder)
     Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB").quantize(
         palette=palette, dither=Image.Dither.NONE).save(buf, format="PNG", compress_level=3)

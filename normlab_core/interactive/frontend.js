@@ -12,8 +12,7 @@ function make(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(props)) {
     if (v === null || v === undefined) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
+    if (k === "text") node.textContent = v;
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v);
   }
@@ -50,7 +49,7 @@ function explorable(root, spec, source) {
       onchange: (e) => typed(i, e.target), onkeydown: (e) => e.key === "Enter" && (e.preventDefault(), e.target.blur()) })
     : make("output", { hidden: c.kind === "choice" ? "" : null })));   // a choice's value: printed only
   const buttons = spec.presets.map(([label, notice, parts]) => make("button", { type: "button", "data-preset": label,
-    title: notice, onclick: () => { source.wake(); state = parts.slice(); moved = -1; render(); } }, label));
+    title: notice, onclick: () => { source.wake(); [state, moved, note] = [parts.slice(), -1, ""]; render(); } }, label));
   const status = make("div", { class: "nl-status", role: "status" });
   const ghost = make("div", { class: "nl-ghost", "aria-hidden": "true" }), current = make("div", { class: "nl-current" });
   let img = root.querySelector("img.nl-frame") || make("img", { class: "nl-frame", alt: "" });
@@ -73,10 +72,8 @@ function explorable(root, spec, source) {
 
   const index = (i, part) => {   // the stop a control shows for a part of the state (the nearest, for a typed value)
     if (typeof part === "number") return part;
-    const v = +part.slice(1), stops = controls[i].stops;
-    let j = 0;
-    while (j < stops.length - 1 && stops[j + 1] <= v) j++;
-    return j < stops.length - 1 && v - stops[j] > stops[j + 1] - v ? j + 1 : j;
+    const v = +part.slice(1), far = controls[i].stops.map((s) => Math.abs(s - v));
+    return far.indexOf(Math.min(...far));   // a tie: the lower stop
   };
   // the value labels: a stop's from the spec, a typed value's from its frame
   const labels = (entry) => state.map((p, i) => (typeof p === "number" ? controls[i].labels[p]
@@ -193,17 +190,16 @@ function explorable(root, spec, source) {
 
 // -- the live face: an anywidget view over the kernel's LiveView ----------------------------------------------
 function render({ model, el }) {
-  const view = Math.random().toString(36).slice(2), table = new Map(), urls = [];
+  const view = Math.random().toString(36).slice(2), table = new Map();
   let waiting = 0, dead = false;
   const keep = (f, bytes) => {   // a state's frame never changes: the first one to arrive is kept
     if (table.has(`${f.layout}|${f.key}`)) return;
     const src = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
-    urls.push(src);
     table.set(`${f.layout}|${f.key}`, { src, rows: f.rows, alt: f.alt, labels: f.labels });
-    while (urls.length > model.get("spec").keep) {
-      const old = urls.shift();
-      for (const [k, e] of table) if (e.src === old) table.delete(k);
-      URL.revokeObjectURL(old);
+    while (table.size > model.get("spec").keep) {   // the oldest goes: a Map keeps the order entries came in
+      const [k, old] = table.entries().next().value;
+      table.delete(k);
+      URL.revokeObjectURL(old.src);
     }
   };
   const gone = () => {   // the kernel restarted or died: this view's model is gone with it
@@ -234,23 +230,23 @@ function render({ model, el }) {
     if (f.by !== view && f.key !== ui.key()) ui.adopt(f.key);   // another view moved: follow it
     else { ui.status(""); ui.arrived(f.layout, f.key); }
   };
-  const onCustom = (msg, buffers) => msg && msg.ahead && buffers && buffers.length &&
+  const onCustom = (msg, buffers) => msg?.ahead && buffers?.length &&
     (keep(msg, buffers[0]), ui.arrived(msg.layout, msg.key));
   const onLive = () => el.closest(".jupyter-widgets-disconnected") && gone();
-  const kernel = model.widget_manager && model.widget_manager.kernel;
+  const statusChanged = model.widget_manager?.kernel?.statusChanged;
   const onStatus = (_k, s) => ["restarting", "autorestarting", "dead"].includes(s) && gone();
   const hooks = [["change:frame", fromKernel], ["msg:custom", onCustom], ["comm_live_update", onLive]];
   hooks.forEach(([ev, f]) => model.on(ev, f));
   el.addEventListener("keydown", own);
-  if (kernel && kernel.statusChanged) kernel.statusChanged.connect(onStatus);
+  statusChanged?.connect(onStatus);
   fromKernel();
   if (ui.layout() !== model.get("frame").layout) source.want(ui.key(), ui.layout());
   return () => {
     ui.close();
     hooks.forEach(([ev, f]) => model.off(ev, f));
     el.removeEventListener("keydown", own);
-    if (kernel && kernel.statusChanged) kernel.statusChanged.disconnect(onStatus);
-    urls.forEach((u) => URL.revokeObjectURL(u));
+    statusChanged?.disconnect(onStatus);
+    table.forEach((e) => URL.revokeObjectURL(e.src));
   };
 }
 
@@ -261,7 +257,7 @@ function boot() {
   for (const root of document.querySelectorAll(".normlab-explorable[data-dir]:not(.nl-ready)")) {
     root.classList.add("nl-ready");
     const spec = JSON.parse(root.querySelector("script.nl-spec").textContent);
-    const dir = root.dataset.dir, table = new Map(), saved = (history.state && history.state.normlab) || {};
+    const dir = root.dataset.dir, table = new Map(), saved = history.state?.normlab || {};
     let loading = false, ui = null;
     const loaded = (data) => {
       for (const [key, [w, n, r, a]] of Object.entries(data.frames)) {
@@ -289,7 +285,7 @@ function boot() {
     ui = explorable(root, spec, source);
     ["pointerdown", "focusin", "keydown"].forEach((ev) => root.addEventListener(ev, () => source.wake()));
     const restore = () => {
-      const k = ((history.state && history.state.normlab) || {})[spec.name];
+      const k = history.state?.normlab?.[spec.name];
       if (k && k !== ui.key()) { source.wake(); ui.adopt(k); }
     };
     ["pageshow", "popstate"].forEach((ev) => window.addEventListener(ev, restore));

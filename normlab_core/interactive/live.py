@@ -13,16 +13,13 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from pathlib import Path
 
 import anywidget
 import traitlets
 
-from ..figures.style import DPI
 from .explorable import Explorable
-from .static import spec
+from .static import HERE, spec
 
-HERE = Path(__file__).parent
 CACHE = 64          # frames the kernel keeps per view
 KEEP = 48           # frames the browser keeps per view (decoded)
 _VIEWS: list = []
@@ -82,10 +79,9 @@ class LiveView(anywidget.AnyWidget):
                 ".nl-fallback)) {display: none}")
         display({"text/html": f"<figure class='nl-fallback'><style>{hide}</style><img src='data:image/png;base64,"
                  f"{png}' alt='{html.escape(self.first.alt, quote=True)}' style='max-width:100%' width="
-                 f"'{round(self.exp.size[0] * DPI)}'><figcaption>{html.escape(caption)}</figcaption></figure>",
+                 f"'{self.spec['wide'][0]}'><figcaption>{html.escape(caption)}</figcaption></figure>",
                  "text/plain": caption}, raw=True)
-        bundle = self._repr_mimebundle_()
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        data, metadata = self._repr_mimebundle_()   # anywidget's: (data, metadata)
         display(data, metadata=metadata, raw=True)
 
     def _frame(self, layout: str, key: str):
@@ -106,7 +102,7 @@ class LiveView(anywidget.AnyWidget):
             if "want" in content:
                 self._want = (content.get("layout", "wide"), str(content["want"]), str(content.get("view", "")))
             if "ahead" in content and os.environ.get("NORMLAB_PREFETCH") != "0":   # (make bench measures both)
-                self._ahead = [(content.get("layout", "wide"), str(k)) for k in content["ahead"]][:8]
+                self._ahead = [(content.get("layout", "wide"), str(k), None) for k in content["ahead"]][:8]
             self._cond.notify_all()
 
     def _work(self) -> None:
@@ -115,21 +111,18 @@ class LiveView(anywidget.AnyWidget):
             with self._cond:
                 while self._want is None and not self._ahead:
                     self._cond.wait()
-                job, ahead = (self._want, None) if self._want else (None, self._ahead.pop(0))
-                self._want, self._busy = None, True
-            try:
-                if job:
-                    layout, key, by = job
-                    f = self._frame(layout, key)
-                    self.frame = self._message(layout, key, f, by)
-                    self.drawn, self.png, self.draws = {**key_values(self.exp, key)}, f.png, self.draws + 1
+                (layout, key, by), self._want, self._busy = self._want or self._ahead.pop(0), None, True
+            try:   # by: the view that asked for this state, or None for a state drawn ahead
+                f = self._frame(layout, key)
+                if by is None:
+                    self.send({**self._message(layout, key, f, ""), "png": None, "ahead": True}, [f.png])
                 else:
-                    msg = self._message(*ahead, self._frame(*ahead), by="")
-                    self.send({**msg, "png": None, "ahead": True}, [msg["png"]])
+                    self.frame = self._message(layout, key, f, by)
+                    self.drawn, self.png, self.draws = key_values(self.exp, key), f.png, self.draws + 1
             except Exception as err:  # noqa: BLE001 - shown on the figure: a reader must never face a silent log
-                if job:
-                    self.frame = {"key": job[1], "layout": job[0], "error":
-                                  f"Could not draw this state: {type(err).__name__}: {err}", "by": job[2]}
+                if by is not None:
+                    self.frame = {"key": key, "layout": layout, "error":
+                                  f"Could not draw this state: {type(err).__name__}: {err}", "by": by}
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()

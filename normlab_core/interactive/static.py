@@ -15,19 +15,19 @@ import os
 import re
 from pathlib import Path
 
+from PIL import Image
+
 from ..figures.style import DPI
 from .controls import Slider
 from .explorable import Explorable
 
 FRAMES_ENV = "NORMLAB_FRAMES"
 FRAMES_URL = "nl-frames"   # the folder beside a page that holds its explorables' frames
-SHARED = {"normlab-explorable.js": "frontend.js", "normlab-explorable.css": "frontend.css"}
+HERE = Path(__file__).parent
 
 
 def packed(png: bytes) -> bytes:
     """The same picture, compressed harder for the book (render() favours speed)."""
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.open(io.BytesIO(png)).save(buf, format="PNG", compress_level=6)
     return buf.getvalue()
@@ -42,26 +42,20 @@ def frames_root() -> Path:
 def spec(exp: Explorable, values: dict) -> dict:
     """What frontend.js draws the title, controls and presets from, in both faces; `start`: the stop indices of
     `values`."""
-    def css(size):
-        return [round(size[0] * DPI), round(size[1] * DPI)]
-
-    controls = []
-    for k, c in exp.controls.items():
-        slider = isinstance(c, Slider)
-        controls.append({"label": c.label or k, "kind": "slider" if slider else "choice",
-                         "labels": [c.format(v) for v in c.positions()], "stops": c.positions() if slider else [],
-                         "free": [*c.free, c.integer] if slider and c.free else None})
+    controls = [{"label": c.label or k, "kind": "slider" if isinstance(c, Slider) else "choice",
+                 "labels": [c.format(v) for v in c.positions()], "stops": c.stops if isinstance(c, Slider) else [],
+                 "free": [*c.free, c.integer] if c.free else None} for k, c in exp.controls.items()]
     index = [c.positions().index(values[k]) if values[k] in c.positions() else f"={values[k]!r}"
              for k, c in exp.controls.items()]   # the state key's parts: a stop's index, or "=value" (typed)
     presets = [[label, p.notice, [c.positions().index(v) for v, c in zip(
         exp.preset_values(label).values(), exp.controls.values(), strict=True)]] for label, p in exp.presets.items()]
     return {"name": exp.name, "title": exp.title, "controls": controls, "presets": presets, "start": index,
-            "wide": css(exp.size), "narrow": css(exp.narrow_size)}
+            "wide": [round(v * DPI) for v in exp.size], "narrow": [round(v * DPI) for v in exp.narrow_size]}
 
 
 def script() -> str:
     """frontend.js as a classic script for book pages: run in a scope of its own, booting the page's explorables."""
-    js = (Path(__file__).with_name("frontend.js")).read_text(encoding="utf-8")
+    js = (HERE / "frontend.js").read_text(encoding="utf-8")
     return "(function () {\n" + js.replace("export default { render };", "boot();") + "})();\n"
 
 
@@ -83,11 +77,9 @@ def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs
             f = exp.render(narrow=narrow, **state, **inputs)
             png = packed(f.png)
             name = hashlib.sha256(png).hexdigest()[:20] + ".png"
-            if name not in files:
-                files[name] = len(files)
-                if not (folder / name).exists():
-                    (folder / name).write_bytes(png)
-            entry.append(files[name])
+            if not (folder / name).exists():
+                (folder / name).write_bytes(png)
+            entry.append(files.setdefault(name, len(files)))
         for label, text in f.readouts.items():
             shapes.setdefault(label, set()).add(re.sub("[0-9]", "0", text))
         frames[",".join(map(str, idx))] = entry + [rows.setdefault(json.dumps(list(f.readouts.items())), len(rows)),
@@ -95,8 +87,8 @@ def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs
     table = {"name": exp.name, "files": list(files), "frames": frames, "rows": [json.loads(r) for r in rows],
              "alts": list(alts)}
     (folder / "table.js").write_text(f"normlabTable({json.dumps(table, separators=(',', ':'))});\n", encoding="utf-8")
-    for target, source in SHARED.items():
-        text = script() if target.endswith(".js") else Path(__file__).with_name(source).read_text(encoding="utf-8")
+    for target, text in [("normlab-explorable.js", script()),
+                         ("normlab-explorable.css", (HERE / "frontend.css").read_text(encoding="utf-8"))]:
         if not (folder.parent / target).is_file() or (folder.parent / target).read_text(encoding="utf-8") != text:
             (folder.parent / target).write_text(text, encoding="utf-8")
     first = frames[",".join(map(str, start["start"]))]
