@@ -90,12 +90,11 @@ def test_the_output_carries_a_figure_for_where_the_widget_cannot_be_shown(view, 
 
 
 def test_show_checks_the_learners_inputs_before_it_shows_anything(monkeypatch):
-    from normlab_core import figures
-    from normlab_core.interactive import explorable
+    from normlab_core import display, figures
 
     monkeypatch.setattr(figures, "get", lambda name: toy())
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
     with pytest.raises(TypeError, match=r"x must be a 1-D list or array of 2 to 64 finite numbers; got dict"):
-        explorable.show("toy", x={"a": 1})
+        display.show("toy", x={"a": 1})
     with pytest.raises(ValueError, match="no control or input named"):
-        explorable.show("toy", y=np.zeros(3))
+        display.show("toy", y=np.zeros(3))

@@ -32,7 +32,9 @@ def test_slider_labels_tell_every_stop_apart_and_show_it_exactly():
 @pytest.mark.parametrize("kwargs, words", [
     (dict(stops=[1.0], value=1.0), "at least two"), (dict(stops=[2.0, 1.0], value=1.0), "ascending"),
     (dict(stops=[1.0, 2.0], value=3.0), "one of the stops"), (dict(stops=[1.0, float("inf")], value=1.0), "finite"),
-    (dict(stops=[1.0, 2.0], value=1.0, free=(1.5, 3.0)), "around every stop")])
+    (dict(stops=[1.0, 2.0], value=1.0, free=(1.5, 3.0)), "around every stop"),
+    (dict(stops=[1.0, 1.0 + 1e-13], value=1.0), "differ within 12 significant digits"),
+    (dict(stops=[1, "a"], value=1), "finite")])
 def test_bad_sliders_are_refused_with_a_reason(kwargs, words):
     with pytest.raises(ValueError, match=words):
         Slider(**kwargs)
@@ -196,3 +198,39 @@ def test_the_text_check_finds_overlaps_and_texts_off_the_figure():
     assert any("overlaps" in p and "over the ticks" in p for p in text_problems(exp.figure()))
     exp.render(v=False)
     assert any("'over the ticks' leaves the figure" in p for p in text_problems(exp.figure()))
+
+
+def test_figure_level_artists_that_update_changes_are_drawn_in_every_frame():
+    """A line, patch and text placed on the figure itself (not on an axes) and moved by update() show in the fast
+    frames exactly as in a first, full drawing of the same state (they once vanished from the fast frames)."""
+    from matplotlib.patches import Rectangle
+
+    def make():
+        def setup(fig, *, narrow):
+            fig.subplots().plot([0, 1], [0, 1])
+            line = Line2D([0.1, 0.9], [0.5, 0.5], transform=fig.transFigure, color="red", lw=6)
+            rect = Rectangle((0.02, 0.02), 0.1, 0.1, transform=fig.transFigure, color="blue")
+            fig.lines.append(line)
+            fig.patches.append(rect)
+            return {"line": line, "rect": rect, "text": fig.text(0.5, 0.9, "", color="green", fontsize=20)}
+
+        def update(art, *, v):
+            art["line"].set_ydata([v, v])
+            art["rect"].set_x(v / 2)
+            art["text"].set_text(f"v={v}")
+            return {"v": str(v)}, f"the line at height {v}"
+
+        return Explorable("figure_level", title="t", controls={"v": Slider([0.2, 0.5, 0.8], 0.5)}, setup=setup,
+                          update=update)
+
+    moved = make()
+    for v in (0.2, 0.8, 0.5, 0.2):
+        img = pixels(moved.render(v=v).png).astype(int)
+        np.testing.assert_array_equal(img, pixels(make().render(v=v).png))
+        red = (img[..., 0] > 200) & (img[..., 1] < 80) & (img[..., 2] < 80)
+        blue = (img[..., 2] > 200) & (img[..., 0] < 80) & (img[..., 1] < 80)
+        assert red.sum() > 100 and blue.sum() > 100, f"v={v}: the figure's own line or patch is missing"
+        rows, cols = np.nonzero(red)
+        assert abs(rows.mean() - (1 - v) * img.shape[0]) < 0.02 * img.shape[0], f"v={v}: the line is not at v"
+        assert abs(np.nonzero(blue)[1].mean() - (v / 2 + 0.05) * img.shape[1]) < 0.02 * img.shape[1]
+
