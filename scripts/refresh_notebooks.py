@@ -110,6 +110,18 @@ def rendered_markdown(cell) -> str:
     return EVAL.sub(lambda m: values.get(m.group(1), m.group(0)), cell.source)
 
 
+def merged_streams(outputs: list) -> list:
+    """Consecutive prints to the same stream as one output: how the kernel happened to split them (by timing)
+    does not change the stored file (nbval compares them merged too)."""
+    out = []
+    for o in outputs:
+        if out and o.get("output_type") == "stream" == out[-1].get("output_type") and o.name == out[-1].name:
+            out[-1].text += o.text
+        else:
+            out.append(o)
+    return out
+
+
 def refresh(path: Path) -> None:
     """Execute one notebook in place and drop widget views from its outputs."""
     nb = nbformat.read(path, as_version=4)
@@ -123,6 +135,8 @@ def refresh(path: Path) -> None:
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             out.get("data", {}).pop(WIDGET_VIEW, None)
+        if "outputs" in cell:
+            cell.outputs = merged_streams(cell.outputs)
     nb.metadata.pop("widgets", None)
     nbformat.write(nb, path)
 
