@@ -46,7 +46,7 @@ function explorable(root, spec, source) {
       autocomplete: "off", oninput: pick(i) })));
   const boxes = controls.map((c, i) => (c.free && spec.live
     ? make("input", { class: "nl-value", type: "text", inputmode: "decimal", "aria-label": `${c.label}: type a value`,
-      onchange: (e) => typed(i, e.target), onkeydown: (e) => e.key === "Enter" && (e.preventDefault(), e.target.blur()) })
+      onchange: (e) => typed(i, e.target), onkeydown: (e) => e.key === "Enter" && (e.preventDefault(), typed(i, e.target)) })
     : make("output", { hidden: c.kind === "choice" ? "" : null })));   // a choice's value: printed only
   const buttons = spec.presets.map(([label, notice, parts]) => make("button", { type: "button", "data-preset": label,
     title: notice, onclick: () => { source.wake(); [state, moved, note] = [parts.slice(), -1, ""]; render(); } }, label));
@@ -121,6 +121,7 @@ function explorable(root, spec, source) {
       [l, make("div", { class: "nl-stack" }, ...[...set].map((t) => make("div", { text: t })))])));
     sync(entry);
     setStatus(note);
+    ahead();   // only now: frames sent ahead must not compete with the one the reader is waiting for
   }
 
   function ahead() {   // the likeliest next states: along the last move, one back, the other controls, presets
@@ -146,7 +147,6 @@ function explorable(root, spec, source) {
     sync(entryOf());
     source.want(keyOf(state), layout);
     show();
-    ahead();
     if (source.save) source.save(keyOf(state));
   }
 
