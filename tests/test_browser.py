@@ -428,7 +428,8 @@ def shot(root, size: str, name: str) -> None:
     except Exception:  # noqa: BLE001 - fit_problems and narrow_problems report a figure that does not load
         pass
     # the page's sticky header (and a focused skip link) would lie over the explorable's title: hidden for the shot
-    hide = "(on) => document.querySelectorAll('.bd-header, .bd-header-article, .skip-link').forEach(e => e.style.visibility = on)"
+    hide = ("(on) => document.querySelectorAll('.bd-header, .bd-header-article, .skip-link')"
+            ".forEach(e => e.style.visibility = on)")
     root.page.evaluate(hide, "hidden")
     (SCREENSHOTS / size).mkdir(parents=True, exist_ok=True)
     root.screenshot(path=str(SCREENSHOTS / size / f"static-{name}.png"))
