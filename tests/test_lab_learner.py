@@ -55,6 +55,7 @@ class RepoLab(LabServer):
         shutil.copytree(ROOT / "book", self.tmp / "book", ignore=shutil.ignore_patterns("assets"))
         self.cmd = [a for a in self.cmd if not a.startswith("--ServerApp.root_dir=")] + lab_script.lab_args(self.tmp,
                                                                                                            instructor)
+        self.env.pop("JUPYTER_CONFIG_PATH", None)   # LabServer's learner settings: here scripts/lab.py decides
         self.env = lab_script.lab_env(self.env, instructor)
 
 
