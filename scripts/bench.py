@@ -439,13 +439,9 @@ def bench_training(repeats: int = 15) -> dict:
                 os.environ[k] = v
     from scripts import experiments
 
-    per_layer_step = {r["depth"]: r["step_ms"] / r["depth"] for r in res["steps"] if r["dtype"] == "float32"}
-    work = 0.0
-    for job in experiments.jobs_for(list(experiments.STUDIES)):
-        if job["kind"] == "train":
-            d = job["config"]["depth"]
-            ms = per_layer_step[min(per_layer_step, key=lambda k: abs(k - d))] * d
-            work += ms * experiments.STEPS * (1.3 if job["config"].get("placement") == "peri" else 1) / 1e3
+    per_layer_run = res["run_500_depth12_s"] / 12     # a whole run per layer, its evaluations included
+    work = sum(per_layer_run * job["config"]["depth"] * (1.3 if job["config"].get("placement") == "peri" else 1)
+               for job in experiments.jobs_for(list(experiments.STUDIES)) if job["kind"] == "train")
     res["experiments_estimate_min"] = round(work / 2 / 60, 1)
     res["command"] = "make bench  (or: MPLBACKEND=Agg .venv/bin/python -m scripts.bench --training-only)"
     return res
@@ -465,7 +461,8 @@ def print_training(t: dict, load_start, load_end) -> None:
     print(f"  500-step run at depth 12 (post-norm, float32, with its evaluations): {t['run_500_depth12_s']:.1f} s, "
           f"goal <= {goal:g} s: {_flag(t['run_500_depth12_s'] <= goal)}")
     goal = TRAINING_GOALS["experiments_min"]
-    print(f"  make experiments at these step times on 2 cores (estimate, evaluations not counted): "
+    print(f"  make experiments on 2 cores, estimated from that run's time per layer (the real run is a few "
+          f"minutes longer: two workers share the memory bandwidth): "
           f"{t['experiments_estimate_min']:.1f} min, goal <= {goal:g} min: "
           f"{_flag(t['experiments_estimate_min'] <= goal)}")
 
