@@ -461,8 +461,8 @@ def print_training(t: dict, load_start, load_end) -> None:
     print(f"  500-step run at depth 12 (post-norm, float32, with its evaluations): {t['run_500_depth12_s']:.1f} s, "
           f"goal <= {goal:g} s: {_flag(t['run_500_depth12_s'] <= goal)}")
     goal = TRAINING_GOALS["experiments_min"]
-    print(f"  make experiments on 2 cores, estimated from that run's time per layer (the real run is a few "
-          f"minutes longer: two workers share the memory bandwidth): "
+    print(f"  make experiments on 2 cores, estimated from that run's time per layer (the real run takes a little "
+          f"longer: two workers side by side each run slower than one alone): "
           f"{t['experiments_estimate_min']:.1f} min, goal <= {goal:g} min: "
           f"{_flag(t['experiments_estimate_min'] <= goal)}")
 

@@ -23,13 +23,14 @@ import time
 import urllib.request
 from pathlib import Path
 
-from browser_support import CHROMIUM_ARGS, ROOT
+from browser_support import CHROMIUM_ARGS, ROOT  # (it also puts scripts/ on sys.path)
+
+import lab as lab_script  # noqa: E402  (scripts/lab.py: how `make lab` sets up a learner's server)
 
 NOTEBOOKS = ROOT / "notebooks"
 # Sections 23.1-23.9 and "Going further" (its train() cell trains for real, a few seconds); not the exercises.
 SECTION_NOTEBOOKS = sorted(p.name for p in NOTEBOOKS.glob("[01][0-9]_*.ipynb") if not p.name.startswith("10_"))
 VENV_BIN = ROOT / ".venv" / "bin"
-LEARNER_CONFIG = ROOT / "lab" / "learner"
 
 
 def _jupyter() -> Path:
@@ -82,12 +83,11 @@ class LabServer:
             "JUPYTER_DATA_DIR": str(self.tmp / "data"),
             "IPYTHONDIR": str(self.tmp / "ipython"),
             "JUPYTER_PLATFORM_DIRS": "1",
-            "JUPYTER_CONFIG_PATH": str(LEARNER_CONFIG),   # the learners' server settings, as `make lab` has them
             "MPLBACKEND": "Agg",
             "PATH": f"{Path(_jupyter()).parent}{os.pathsep}{env.get('PATH', '')}",
         })
         env.pop("NORMLAB_STATIC", None)  # live widgets, not the book's static pages
-        self.env = env
+        self.env = lab_script.lab_env(env)   # the learners' server settings, as `make lab` has them
         self.cmd = [
             str(_jupyter()), "lab", "--no-browser",
             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
