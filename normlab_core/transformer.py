@@ -138,8 +138,8 @@ def linear(x, w, b):
 
 def linear_backward(dy, x, w):
     """(dx (..., I), dw (I, O), db (O,)) of y = x @ w + b, given dy (..., O)."""
-    dw = x.reshape(-1, x.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
-    return dy @ w.T, dw, dy.reshape(-1, dy.shape[-1]).sum(axis=0)
+    x2, dy2 = x.reshape(-1, x.shape[-1]), dy.reshape(-1, dy.shape[-1])       # (N, I), (N, O) with N = B * S
+    return dy @ w.T, x2.T @ dy2, dy2.sum(axis=0)
 
 
 def norm(x, p, prefix, cfg):
@@ -180,28 +180,29 @@ GELU_C = math.sqrt(2 / math.pi)
 
 
 def gelu(a):
-    """GELU in its tanh form (as GPT-2 uses): 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), elementwise."""
-    return 0.5 * a * (1 + np.tanh(GELU_C * a * (1 + 0.044715 * a * a)))
-
-
-def gelu_backward(dy, a):
-    """dL/da of gelu(a), given dy = dL/d gelu(a); same shape as a."""
+    """GELU in its tanh form (as GPT-2 uses), elementwise: (0.5 a (1 + t), t) with t = tanh(sqrt(2/pi) (a +
+    0.044715 a^3)); the backward pass reuses t."""
     t = np.tanh(GELU_C * a * (1 + 0.044715 * a * a))
+    return 0.5 * a * (1 + t), t
+
+
+def gelu_backward(dy, a, t):
+    """dL/da of gelu(a), given dy = dL/d gelu(a) and gelu's t; same shape as a."""
     return dy * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * GELU_C * (1 + 3 * 0.044715 * a * a))
 
 
 def mlp(x, p, prefix):
     """GELU MLP of x (B, S, D): (output (B, S, D), cache)."""
     a = linear(x, p[prefix + "w1"], p[prefix + "b1"])
-    g = gelu(a)
-    return linear(g, p[prefix + "w2"], p[prefix + "b2"]), (x, a, g)
+    g, t = gelu(a)
+    return linear(g, p[prefix + "w2"], p[prefix + "b2"]), (x, a, t, g)
 
 
 def mlp_backward(dy, cache, p, prefix, grads):
     """dx (B, S, D) of `mlp`; adds its parameter gradients to grads."""
-    x, a, g = cache
+    x, a, t, g = cache
     dg, grads[prefix + "w2"], grads[prefix + "b2"] = linear_backward(dy, g, p[prefix + "w2"])
-    da = gelu_backward(dg, a)
+    da = gelu_backward(dg, a, t)
     dx, grads[prefix + "w1"], grads[prefix + "b1"] = linear_backward(da, x, p[prefix + "w1"])
     return dx
 
@@ -231,8 +232,9 @@ def attention(x, p, prefix, cfg, stats):
     logits = q @ k.transpose(0, 1, 3, 2) / math.sqrt(K)           # (B, H, S, S)
     causal = np.tril(np.ones((S, S), dtype=bool))
     logits = np.where(causal, logits, -np.inf)
-    stats["max_logit"] = max(stats["max_logit"], float(logits.max()))
-    att = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    row_max = logits.max(axis=-1, keepdims=True, initial=-np.inf)  # (B, H, S, 1); initial: same max, faster
+    stats["max_logit"] = max(stats["max_logit"], float(row_max.max()))
+    att = np.exp(logits - row_max)
     att /= att.sum(axis=-1, keepdims=True)
     y = merge_heads(att @ v)
     out = linear(y, p[prefix + "wo"], p[prefix + "bo"])
@@ -333,7 +335,7 @@ def forward(params, cfg: Config, inputs, stats):
 
 def cross_entropy(logits, targets):
     """(mean loss, dL/dlogits) of softmax cross-entropy; logits (B, T, V), integer targets (B, T)."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
+    shifted = logits - logits.max(axis=-1, keepdims=True, initial=-np.inf)
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
     picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)
     one_hot = np.eye(logits.shape[-1], dtype=logits.dtype)[targets]
