@@ -1,4 +1,4 @@
-"""nbgrader configuration of the normlab course (the six exercises of section 23.10).
+"""nbgrader configuration of the normlab course (the seven exercises of section 23.10).
 
 Run every nbgrader command from this folder. The course root is the folder holding this file, so the course
 works wherever the folder is copied. The grading helpers in `normlab_grading/` are imported from here.

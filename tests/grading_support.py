@@ -88,7 +88,7 @@ PART_CELLS = {
     "1a": ["test_ex1_function"], "1b": ["test_ex1_results"], "1c": ["test_ex1_why"],
     "2a": ["test_ex2_backward", "test_ex2_hidden"], "2b": ["test_ex2_central_difference"], "2c": ["test_ex2_check"],
     "3": ["test_ex3_visible", "test_ex3_hidden"], "4a": ["test_ex4_small", "test_ex4_counts"],
-    "4b": ["test_ex4_speedup"],
+    "4b": ["test_ex4_speedup"], "7": ["test_ex7_visible", "test_ex7_hidden"],
 }
 
 # --- plausible mistakes, one per autograded part -----------------------------------------------------------
@@ -180,13 +180,22 @@ def counted_speedup(D):
 
 speedup_512 = counted_speedup(512)
 """),
+    # 7: the warm-up starts from 0 (step / n), so it reaches the peak one step late
+    "7": ("ex7_schedule", """
+def learning_rate(step, steps, peak, warmup):
+    n_warm = round(warmup * steps)
+    if step < n_warm:
+        return peak * step / n_warm
+    p = (step - n_warm) / max(1, steps - 1 - n_warm)
+    return peak * (0.1 + 0.45 * (1.0 + np.cos(np.pi * p)))
+"""),
 }
 
 # Parts whose mistakes stay independent when they share a notebook, and what each notebook loses.
 WRONG_GROUPS = {
     "wrong_a": ("1a", "2c", "3", "4b"),
     "wrong_b": ("1b", "2a", "4a"),   # 2(c) uses 2(a), 4(b) uses 4(a)
-    "wrong_c": ("1c", "2b"),         # a one-sided difference still agrees with 2(a) to under 1e-6 in 2(c)
+    "wrong_c": ("1c", "2b", "7"),    # a one-sided difference still agrees with 2(a) to under 1e-6 in 2(c)
 }
 DEPENDENT = {"2a": ("2c",), "4a": ("4b",)}
 
@@ -221,6 +230,12 @@ def layer_norm_ops(D):
 def rms_norm_ops(D):
     ops = _oc.count_ops("rms_norm", D)["ops"]
     return ops["mul"] + ops["div"], ops["add/sub"] - 1
+""",
+    # imported inside the function, after the grader's tripwires were set: they must still notice
+    "ex7_schedule": """
+def learning_rate(step, steps, peak, warmup):
+    from normlab_core.training import lr_at
+    return lr_at(step, steps, peak, warmup)
 """,
 }
 
@@ -522,6 +537,16 @@ def counted_speedup(D):
 
 speedup_512 = counted_speedup(512)
 """,
+    # 7 in float32, with NumPy integers and rounding half up (the checks never use a tie)
+    "ex7_schedule": """
+def learning_rate(step, steps, peak, warmup):
+    step, steps = np.int64(step), np.int64(steps)
+    n_warm = int(np.floor(warmup * steps + 0.5))
+    if step < n_warm:
+        return np.float32(peak) * np.float32(step + 1) / np.float32(n_warm)
+    p = (step - n_warm) / max(1, steps - 1 - n_warm)
+    return np.float32(peak * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * p))))
+""",
     # a file handed in beside the notebook, read from the working folder as in JupyterLab
     "ex6_experiment": """
 import os
@@ -627,7 +652,7 @@ EXPECTED_LOST = {
     "reference": set(),
     **{name: lost_cells(parts) for name, parts in WRONG_GROUPS.items()},
     # only the delegated parts: 2(c) and 4(b) build on them and are right
-    "delegating": {c for p in ("1a", "2a", "2b", "4a") for c in PART_CELLS[p]},
+    "delegating": {c for p in ("1a", "2a", "2b", "4a", "7") for c in PART_CELLS[p]},
     "patched": lost_cells(("1a", "2a")),
     "alwaysequal": lost_cells(("4a", "4b")),
     "blank": set(GRADE_IDS), "transformer": set(GRADE_IDS), "forged": set(GRADE_IDS),

@@ -75,7 +75,7 @@ def test_stored_student_notebook_is_up_to_date(course):
 def test_book_copy_tags_let_every_tool_run_what_it_should():
     stored = nbformat.read(STORED, as_version=4)
     student_cells = [c for c in stored.cells if mx.is_student_cell(c)]
-    assert len(student_cells) == 23  # 11 answer cells (two optional) and 12 check cells
+    assert len(student_cells) == 26  # 12 answer cells (two optional) and 14 check cells
     for cell in stored.cells:
         tags = set(cell.metadata.get("tags", []))
         assert "skip-execution" not in tags  # nbgrader validate would skip such a cell
@@ -210,7 +210,7 @@ def test_each_plausible_mistake_fails_its_visible_check_with_a_message_that_name
     source = nbformat.read(SOURCE, as_version=4)
     cell, code = WRONG[part]
     ns = namespace({cell: code}, source=source)
-    label = "3:" if part == "3" else f"{part[0]}({part[1]}):"
+    label = f"{part}:" if len(part) == 1 else f"{part[0]}({part[1]}):"
     errors = {gid: run_check(ns, check_cells(source)[gid]) for gid in PART_CELLS[part]}
     named = [e for e in errors.values() if isinstance(e, AssertionError) and str(e).startswith(label)]
     assert named, errors

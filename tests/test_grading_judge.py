@@ -19,6 +19,7 @@ import nbformat
 import numpy as np
 import pytest
 from grading_support import (
+    DELEGATING,
     DEPENDENT,
     FLOAT64,
     FRAME,
@@ -51,7 +52,7 @@ def reference_ns():
 
 def test_reference_passes_every_check(reference_ns, ctx):
     verdicts = judge_namespace(reference_ns, ctx)
-    assert len(verdicts) == 12 and failing(verdicts) == set()
+    assert len(verdicts) == 14 and failing(verdicts) == set()
     assert "1(a): 3 visible and 25 hidden cases passed" == verdicts["test_ex1_function"].message
 
 
@@ -253,6 +254,76 @@ def test_delegation_scores_zero_and_normlab_core_is_restored(reference_ns, ctx):
     x = np.array([[1.0, 2.0, 4.0]])
     assert np.all(np.isfinite(normlab_core.rms_norm_backward(np.ones_like(x), x)))
     assert "__normlab_tripped__" not in vars(normlab_core.backward)
+
+
+# --- exercise 7: the schedule ----------------------------------------------------------------------------------
+
+def _schedule(length=round, denominator=lambda steps, n: max(1, steps - 1 - n), visible_only=False):
+    """A learning_rate written from the exercise's rules, with one of them changed."""
+    import math
+
+    def learning_rate(step, steps, peak, warmup):
+        n = length(warmup * steps)
+        if step < n:
+            rate = peak * (step + 1) / n
+        else:
+            rate = peak * (0.1 + 0.45 * (1 + math.cos(math.pi * (step - n) / denominator(steps, n))))
+        return rate if not visible_only or steps in (500, 10) else 1.01 * rate
+
+    return learning_rate
+
+
+SCHEDULE_MISTAKES = {   # name: (answer, the check cells it fails)
+    "right only on the notebook's two runs": (_schedule(visible_only=True), {"test_ex7_hidden"}),
+    "decay over steps - n steps (one too many)": (_schedule(denominator=lambda steps, n: max(1, steps - n)),
+                                                  {"test_ex7_visible", "test_ex7_hidden"}),
+    "no max(1, ...) (0 / 0 when one step is left)": (_schedule(denominator=lambda steps, n: steps - 1 - n),
+                                                     {"test_ex7_hidden"}),
+    "warm-up length rounded down": (_schedule(length=int), {"test_ex7_hidden"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULE_MISTAKES))
+def test_schedule_mistakes_fail_the_cells_where_they_show(reference_ns, ctx, name):
+    answer, cells = SCHEDULE_MISTAKES[name]
+    assert answer(75, 500, 1e-2, 0.15) == pytest.approx(reference_ns["learning_rate"](75, 500, 1e-2, 0.15))
+    verdicts = judge_namespace(dict(reference_ns, learning_rate=answer), ctx, ["test_ex7_visible", "test_ex7_hidden"])
+    assert failing(verdicts) == cells, {g: v.message for g, v in verdicts.items()}
+    for gid in cells:
+        assert verdicts[gid].message.startswith("7: "), verdicts[gid].message
+
+
+def test_schedule_hidden_runs_have_no_rounding_ties_for_any_seed(ctx):
+    # 7 says "Python's round"; with no tie, rounding half up (the float32 answer) gets full marks for every seed
+    ns = namespace({"ex7_schedule": FLOAT64["ex7_schedule"]})
+    for seed in SEEDS[:100]:
+        plans = hidden_checks.plans(hidden_checks.Context(seed=seed), ["test_ex7_hidden"])
+        for case in plans["test_ex7_hidden"].cases:
+            _, steps, _, warmup = case.request["args"]
+            assert abs(warmup * steps % 1 - 0.5) > 1e-6, (seed, steps, warmup)
+        verdicts = judge_namespace(ns, hidden_checks.Context(seed=seed, data=ctx.data),
+                                   ["test_ex7_visible", "test_ex7_hidden"], via_json=False)
+        assert failing(verdicts) == set(), {g: v.message for g, v in verdicts.items()}
+
+
+def test_an_import_inside_the_answer_still_trips_the_wire(reference_ns, ctx):
+    import sys
+
+    import normlab_core.training as training
+
+    before = training.lr_at.__code__
+    saved = sys.modules.pop("normlab_core.training")   # as in a fresh kernel that never imported it
+    try:
+        ns = namespace({"ex7_schedule": DELEGATING["ex7_schedule"]})
+        verdicts = judge_namespace(ns, ctx, ["test_ex7_visible", "test_ex7_hidden"])
+    finally:
+        fresh = sys.modules.get("normlab_core.training")
+        sys.modules["normlab_core.training"] = saved
+    for v in verdicts.values():
+        assert not v.passed and "normlab_core.training.lr_at" in v.message and "scores 0" in v.message, v.message
+    assert training.lr_at.__code__ is before
+    if fresh is not None:
+        assert fresh.lr_at(0, 10, 1.0, 0.0) == 1.0 and "__normlab_tripped__" not in vars(fresh)
 
 
 def test_answers_that_read_their_callers_frames_find_nothing(ctx):

@@ -794,6 +794,80 @@ def plan_ex4_speedup(ctx: Context) -> Plan:
     return Plan("test_ex4_speedup", "4(b)", cases)
 
 
+# --- exercise 7: the warm-up and cosine schedule -------------------------------------------------------------
+
+RATE_RTOL = 1e-6   # relative to the peak: cos() of any library, and float32, pass; a step off by one does not
+FLOOR = 0.1        # the schedule decays to a tenth of the peak
+
+
+def _warm_steps(steps: int, warmup: float) -> int:
+    return round(warmup * steps)
+
+
+def _schedule(step: int, steps: int, peak: float, warmup: float) -> float:
+    """The reference rate, from the exercise's two rules."""
+    n = _warm_steps(steps, warmup)
+    if step < n:
+        return peak * (step + 1) / n
+    p = (step - n) / max(1, steps - 1 - n)
+    return peak * (FLOOR + (1 - FLOOR) * (1 + math.cos(math.pi * p)) / 2)
+
+
+def _rate_case(step: int, steps: int, peak: float, warmup: float, message: str, visible=False) -> Case:
+    want = _schedule(step, steps, peak, warmup)
+    where = f"learning_rate({step}, {steps}, {peak!r}, {warmup!r})"
+
+    def verify(result):
+        got = real(value_of(result, f"7: {where}" if visible else "7: learning_rate"),
+                   f"7: {where}" if visible else "7: learning_rate")
+        expect_close([got], [want], RATE_RTOL, f"7: {where}" if visible else f"7: {message}", scale=peak,
+                     visible=visible)
+
+    return Case(call("learning_rate", step, steps, peak, warmup), verify, hidden=not visible)
+
+
+VISIBLE_RUN = (500, 1e-2, 0.15)             # the stored runs of "Does it train?"
+VISIBLE_STEPS = (0, 37, 74, 75, 287, 499)
+SHORT_RUN = (10, 3e-3, 0.3)                 # the second check cell's run
+
+
+def plan_ex7_visible(ctx: Context) -> Plan:
+    cases = [_rate_case(s, *VISIBLE_RUN, "", visible=True) for s in VISIBLE_STEPS]
+    cases += [_rate_case(s, 500, 1e-2, 0.0, "", visible=True) for s in (0, 499)]
+    draws = draws_for(ctx.seed, "test_ex7_visible")
+    for s in (draws.integer(1, 73), draws.integer(76, 498)):
+        cases.append(_rate_case(s, *VISIBLE_RUN, "the 500-step run with 15 % warm-up is wrong at some step"))
+    return Plan("test_ex7_visible", "7", cases, ("training",))
+
+
+def _hidden_runs(draws: _Draws) -> list:
+    """(steps, peak, warmup) of the hidden runs: short ones, ones without warm-up, and random ones whose
+    warm-up length round(warmup * steps) is never a tie (so that every way of rounding agrees)."""
+    runs = [(1, 1e-3, 0.0), (2, 5e-3, 0.0), (2, 5e-3, 0.3), (3, 2e-2, 0.34), (7, 1e-2, 0.15), (4, 1e-3, 0.75)]
+    while len(runs) < 18:
+        steps = draws.integer(20, 3000)
+        warmup = 0.0 if len(runs) % 4 == 0 else round(draws.uniform(0.01, 0.6), 3)
+        peak = float(f"{10 ** draws.uniform(-4, -1):.3g}")
+        frac = warmup * steps - math.floor(warmup * steps)
+        if abs(frac - 0.5) > 1e-6:
+            runs.append((steps, peak, warmup))
+    return runs
+
+
+def plan_ex7_hidden(ctx: Context) -> Plan:
+    cases = [_rate_case(s, *SHORT_RUN, "", visible=True) for s in range(SHORT_RUN[0])]
+    draws = draws_for(ctx.seed, "test_ex7_hidden")
+    for steps, peak, warmup in _hidden_runs(draws):
+        n = _warm_steps(steps, warmup)
+        picks = {0, n - 1, n, n + 1, steps - 1, draws.integer(0, steps - 1), draws.integer(0, steps - 1)}
+        for s in sorted(p for p in picks if 0 <= p < steps):
+            size = "a very short run (under 10 steps)" if steps < 10 else "a longer run"
+            kind = "without warm-up" if warmup == 0 else "with warm-up"
+            phase = "warm-up" if s < n else "decay"
+            cases.append(_rate_case(s, steps, peak, warmup, f"{size} {kind} is wrong in its {phase}"))
+    return Plan("test_ex7_hidden", "7", cases, ("training",))
+
+
 CHECKS = {
     "test_ex1_function": plan_ex1_function,
     "test_ex1_results": plan_ex1_results,
@@ -807,6 +881,8 @@ CHECKS = {
     "test_ex4_small": plan_ex4_small,
     "test_ex4_counts": plan_ex4_counts,
     "test_ex4_speedup": plan_ex4_speedup,
+    "test_ex7_visible": plan_ex7_visible,
+    "test_ex7_hidden": plan_ex7_hidden,
 }
 
 

@@ -19,6 +19,7 @@ references the sandbox never sees, and treats any record out of order as tamperi
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -43,6 +44,7 @@ _tuple_len, _tuple_item = tuple.__len__, tuple.__getitem__
 _list_len, _list_item = list.__len__, list.__getitem__
 _type = type
 _isinstance = isinstance
+_import_module = importlib.import_module
 
 RESULT_FD = [3]  # the grader says which descriptor it passed (the first line of fd 0)
 MAX_ITEMS = 2_000_000  # numbers described per returned value; larger answers are reported as too large
@@ -388,6 +390,10 @@ def _tripwire_code(name: str, freevars: tuple):
 def _core_functions(modules) -> list:
     found = []
     for modname in modules:
+        try:   # imported here if the notebook has not, so that an import inside the student's function is caught
+            _import_module(f"normlab_core.{modname}")
+        except Exception:  # noqa: BLE001, S110 - a module that cannot be imported cannot be called either
+            pass
         module = sys.modules.get(f"normlab_core.{modname}")
         if module is None:
             continue
