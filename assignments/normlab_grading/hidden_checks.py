@@ -817,11 +817,11 @@ def _rate_case(step: int, steps: int, peak: float, warmup: float, message: str, 
     want = _schedule(step, steps, peak, warmup)
     where = f"learning_rate({step}, {steps}, {peak!r}, {warmup!r})"
 
+    label = f"7: {where}" if visible else "7: learning_rate"   # a hidden case never shows its inputs
+
     def verify(result):
-        got = real(value_of(result, f"7: {where}" if visible else "7: learning_rate"),
-                   f"7: {where}" if visible else "7: learning_rate")
-        expect_close([got], [want], RATE_RTOL, f"7: {where}" if visible else f"7: {message}", scale=peak,
-                     visible=visible)
+        got = real(value_of(result, label), label)
+        expect_close([got], [want], RATE_RTOL, label if visible else f"7: {message}", scale=peak, visible=visible)
 
     return Case(call("learning_rate", step, steps, peak, warmup), verify, hidden=not visible)
 
