@@ -60,10 +60,22 @@ print(_json.dumps([[_v.exp.name, _v.drawn, _key(_v.png), _fp(_v.inputs) == _fp(_
 
 # What one explorable shows: the image (keyed by the PNG bytes behind its blob: URL, as lab_support.src_key does),
 # the visible readouts, each control's value label and aria-valuetext, the alt text and status, the widget's text,
-# and the image's bitmap and display widths.
+# and the image's bitmap and display widths. Everything is read at one instant, before the PNG bytes are fetched:
+# a frame that lands while they load must not pair the old image with the new state's key and readouts.
 JS_STATE = """async (root) => {
   const img = root.querySelector('img.nl-frame');
+  const inputs = Array.from(root.querySelectorAll('[data-i]'));
+  const box = el => el.closest('.nl-control').querySelector('output, input.nl-value');
   const url = img ? img.src : '';
+  const s = {
+    src: '', alt: img ? img.alt : null, key: root.dataset.state, showing: root.dataset.shown,
+    readouts: Array.from(root.querySelectorAll('.nl-current tr')).map(tr => [tr.cells[0].textContent,
+                                                                             tr.cells[1].textContent]),
+    controls: inputs.map(el => el.tagName === 'SELECT' ? el.options[el.selectedIndex].textContent
+                                : (box(el).tagName === 'INPUT' ? box(el).value : box(el).textContent)),
+    valuetext: inputs.filter(el => el.type === 'range').map(el => el.getAttribute('aria-valuetext')),
+    status: (root.querySelector('.nl-status') || {}).textContent || '', loading: root.classList.contains('nl-loading'),
+    text: root.textContent, natural: img ? img.naturalWidth : 0, shown: img ? img.getBoundingClientRect().width : 0};
   window.__nlKeys = window.__nlKeys || new Map();
   if (url && !window.__nlKeys.has(url)) {
     let key = 'unreadable:' + url;
@@ -76,18 +88,8 @@ JS_STATE = """async (root) => {
     } catch (err) { /* a revoked URL: the image was replaced meanwhile */ }
     window.__nlKeys.set(url, key);
   }
-  const inputs = Array.from(root.querySelectorAll('[data-i]'));
-  const box = el => el.closest('.nl-control').querySelector('output, input.nl-value');
-  return {
-    src: url ? window.__nlKeys.get(url) : '', alt: img ? img.alt : null, key: root.dataset.state,
-    showing: root.dataset.shown,
-    readouts: Array.from(root.querySelectorAll('.nl-current tr')).map(tr => [tr.cells[0].textContent,
-                                                                             tr.cells[1].textContent]),
-    controls: inputs.map(el => el.tagName === 'SELECT' ? el.options[el.selectedIndex].textContent
-                                : (box(el).tagName === 'INPUT' ? box(el).value : box(el).textContent)),
-    valuetext: inputs.filter(el => el.type === 'range').map(el => el.getAttribute('aria-valuetext')),
-    status: (root.querySelector('.nl-status') || {}).textContent || '', loading: root.classList.contains('nl-loading'),
-    text: root.textContent, natural: img ? img.naturalWidth : 0, shown: img ? img.getBoundingClientRect().width : 0};
+  s.src = url ? window.__nlKeys.get(url) : '';
+  return s;
 }"""
 
 # Wait (up to a timeout) until the widget shows `want` (when the frame must change from `before`, at least another
