@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import inspect
 import os
 import textwrap
+from pathlib import Path
 
-from .figures.style import figure_png
+from .figures.style import DPI, SHARPNESS, figure_png
 
 STATIC_ENV = "NORMLAB_STATIC"
+NARROW_FIGURES = "_figures"   # the folder, among the staged explorable frames, of static figures' narrow drawings
 
 
 def static_mode() -> bool:
@@ -78,12 +81,21 @@ def show_source(*objs) -> None:
     display(Markdown(f"```python\n{code}\n```"))
 
 
-def show_figure(fig, alt: str | None = None, caption: str = "") -> None:
-    """Display a finished matplotlib Figure as PNG. Without alt, a plain image: the book takes its caption
-    and alt text from the cell's metadata (myst-nb `mystnb.figure.caption`, `mystnb.image.alt`)."""
+def show_figure(fig, *args, alt: str | None = None, caption: str = "", **kwargs) -> None:
+    """Display a figure as PNG: a finished matplotlib Figure, or a function that draws one from `args` and
+    `kwargs` and takes `narrow=True` for phones. Without alt, a plain image: the book takes its caption and alt
+    text from the cell's metadata (myst-nb `mystnb.figure.caption`, `mystnb.image.alt`).
+
+    While the book is built, a function's narrow drawing is staged beside the explorables' frames, named by the
+    wide PNG's digest; scripts/place_frames.py then offers it to screens up to 600 px wide."""
     from IPython.display import HTML, Image, display
 
-    png = figure_png(fig)
+    draw = fig if callable(fig) else None
+    if draw is None and (args or kwargs):
+        raise TypeError("show_figure: arguments are for a drawing function; got a finished Figure as well")
+    png = figure_png(draw(*args, **kwargs) if draw else fig)
+    if static_mode() and draw is not None:
+        stage_narrow(png, figure_png(draw(*args, narrow=True, **kwargs), dpi=DPI * SHARPNESS))
     if static_mode() and alt is not None:
         src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
@@ -91,6 +103,16 @@ def show_figure(fig, alt: str | None = None, caption: str = "") -> None:
                      f"style='max-width:100%'>{cap}</figure>"))
     else:
         display(Image(png, alt=alt))
+
+
+def stage_narrow(wide: bytes, narrow: bytes) -> Path:
+    """Stage the narrow PNG of the figure whose wide PNG is `wide`, as <frames>/_figures/<sha256 of wide>.png."""
+    from .interactive.static import frames_root
+
+    path = frames_root() / NARROW_FIGURES / f"{hashlib.sha256(wide).hexdigest()}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(narrow)
+    return path
 
 
 def fmt_vector(v, spec: str = "+.4f") -> str:

@@ -7,6 +7,12 @@ explorables' folders (`data-dir="nl-frames/<name>/"`). This script copies, for e
 script and stylesheet and exactly the files each table lists to `<page folder>/nl-frames/`, and fails (exit 1)
 when one is missing.
 
+It also gives the book's static figures their phone layout. `normlab_core.display.show_figure` stages a figure's
+narrow drawing as <staging>/_figures/<sha256 of the wide PNG>.png; Sphinx names the wide PNG it copies to
+_images/ by the same digest (a figure moved out of a data: URI by finish_site.light_images, by its first 20
+digits, as nl-<digits>.png). Each such <img> becomes a <picture> whose <source> (drawn at 2x) is taken on screens
+up to 600 px wide, as the explorables' first frames are; wider screens and print keep the wide figure.
+
     python scripts/place_frames.py [_build/html] [_build/nl-frames]
 """
 
@@ -20,6 +26,10 @@ from pathlib import Path
 
 DIR = re.compile(r'<div class="normlab-explorable"[^>]*\sdata-dir="([^"]+)"')
 SHARED = ("normlab-explorable.js", "normlab-explorable.css")
+NARROW_FIGURES = "_figures"   # as normlab_core.display.NARROW_FIGURES (this script runs without the package)
+NARROW_MEDIA = "(max-width: 600px)"   # as frontend.js's NARROW
+SHARPNESS = 2                 # narrow figures are drawn at 2x (normlab_core.figures.style.SHARPNESS)
+FIGURE_IMG = re.compile(r"""<img\b[^>]*?\bsrc=(["'])((?:\.\./)*_images/(?:nl-)?([0-9a-f]{20,64})\.png)\1[^>]*>""")
 
 
 def table_files(table_js: Path) -> list[str]:
@@ -61,6 +71,44 @@ def place(site: Path, staging: Path) -> tuple[int, int, list[str]]:
     return pages, placed, problems
 
 
+def narrow_figures(site: Path, staging: Path) -> int:
+    """Wrap every figure <img> that has a staged narrow drawing in a <picture> offering it to phones; the number
+    of figures wrapped. Idempotent: a figure already in a <picture> is left alone."""
+    from PIL import Image
+
+    staged = {p.stem: p for p in (staging / NARROW_FIGURES).glob("*.png")}
+    wrapped = 0
+    for page in sorted(site.rglob("*.html")):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+
+        def wrap(m, text=text):
+            nonlocal wrapped
+            before = text[:m.start()]
+            if before.endswith(">") and f"{m.group(3)}-narrow.png" in before[before.rfind("<"):]:
+                return m.group(0)   # wrapped already
+            found = [p for digest, p in staged.items() if digest.startswith(m.group(3))]
+            if len(found) != 1:
+                return m.group(0)
+            name = f"{m.group(3)}-narrow.png"
+            dest = site / "_images" / name
+            if not dest.is_file() or dest.read_bytes() != found[0].read_bytes():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(found[0], dest)
+            with Image.open(found[0]) as im:
+                w, h = (round(v / SHARPNESS) for v in im.size)
+            src = m.group(2).rsplit("/", 1)[0] + "/" + name
+            wrapped += 1
+            return (f'<picture><source media="{NARROW_MEDIA}" srcset="{src} {SHARPNESS}x" width="{w}" '
+                    f'height="{h}">{m.group(0)}</picture>')
+
+        new = FIGURE_IMG.sub(wrap, text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+    return wrapped
+
+
 def main(argv: list[str]) -> int:
     site = Path(argv[1] if len(argv) > 1 else "_build/html")
     staging = Path(argv[2] if len(argv) > 2 else "_build/nl-frames")
@@ -68,12 +116,14 @@ def main(argv: list[str]) -> int:
         print(f"place_frames: {site} does not exist; run `make book`", file=sys.stderr)
         return 1
     pages, placed, problems = place(site, staging)
+    figures = narrow_figures(site, staging)
     for p in problems:
         print("place_frames:", p, file=sys.stderr)
     if problems:
         return 1
     total = sum(f.stat().st_size for f in site.rglob("nl-frames/*/*.png"))
-    print(f"place_frames: {placed} files placed for {pages} pages ({total / 2**20:.1f} MB of frames)")
+    print(f"place_frames: {placed} files placed for {pages} pages ({total / 2**20:.1f} MB of frames); "
+          f"{figures} static figures given their phone layout")
     return 0
 
 

@@ -209,6 +209,7 @@ def test_page_on_a_laptop(reader, site, page_path):
     problems += fit_problems(r.page, DESKTOP["width"], DESKTOP["height"])
     problems += line_break_problems(r.page)
     shot(r.page, "1280x900", page_path, copy=page_path.replace("/", "__") + ".png")
+    problems += figure_layout_problems(r.page, phone=False)
     tabs = None
     if r.page.locator(CONTROL).count():
         tabs = tabs_to_first_control(r.page)
@@ -293,6 +294,7 @@ def test_page_on_a_phone(reader, page_path):
     problems = fit_problems(r.page, PHONE["width"], PHONE["height"])
     copy = page_path.replace("/", "__") + "__390.png" if page_path in EXPLORABLE_PAGES else None
     shot(r.page, "390x844", page_path, copy=copy)
+    problems += figure_layout_problems(r.page, phone=True)
     state = r.page.evaluate(OVERFLOW)
     if state["scrollWidth"] > state["clientWidth"] or state["wide"]:
         problems.append(f"page is {state['scrollWidth']} px wide on a {state['clientWidth']} px screen; "
@@ -304,6 +306,31 @@ def test_page_on_a_phone(reader, page_path):
     problems += interactions(r, page_path, phone=True)
     problems += r.problems
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
+
+
+# Each figure of the text that is not an explorable (those have their own narrow layout): the file it shows, its
+# drawn and shown widths, and whether it offers a phone layout (scripts/place_frames.py narrow_figures).
+FIGURES_SHOWN = """() => Array.from(document.querySelectorAll('main img:not(.nl-frame)')).map(img => ({
+  alt: img.alt.slice(0, 60), file: img.currentSrc.split('/').pop(), natural: img.naturalWidth,
+  shown: img.getBoundingClientRect().width, narrow: !!img.closest('picture')}))"""
+
+
+def figure_layout_problems(page, phone: bool) -> list[str]:
+    """After shot() loaded the figures: on a phone each figure drawn wider than the screen shows its narrow drawing
+    (made at 2x: naturalWidth counts CSS pixels, so text shows at the size it was drawn for), never shrunk below
+    80 % of that; on a laptop each shows its wide drawing."""
+    problems = []
+    for f in page.evaluate(FIGURES_SHOWN):
+        took_narrow = f["file"].endswith("-narrow.png")
+        if not phone and took_narrow:
+            problems.append(f"figure '{f['alt']}' shows its phone layout on a laptop")
+        elif phone and took_narrow and f["shown"] < 0.8 * f["natural"]:
+            problems.append(f"figure '{f['alt']}': its phone layout is shrunk to {f['shown']:.0f} px of "
+                            f"{f['natural']}")
+        elif phone and not took_narrow and f["shown"] < 0.8 * f["natural"]:
+            problems.append(f"figure '{f['alt']}' is shrunk to {f['shown']:.0f} of {f['natural']} px on a phone "
+                            f"({'its phone layout was not taken' if f['narrow'] else 'it has no phone layout'})")
+    return problems
 
 
 # -- sidebars --------------------------------------------------------------------------------------

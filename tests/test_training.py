@@ -211,6 +211,7 @@ def test_stored_runs_match_a_fresh_rerun(stored, cell):
 def test_train_in_the_book_shows_the_stored_runs_and_never_trains(monkeypatch):
     from normlab_core import display
     from normlab_core.figures import s11_does_it_train as s11
+    from normlab_core.figures.style import NARROW_IN
 
     def no_training(*a, **k):
         raise AssertionError("the book must not train")
@@ -218,7 +219,12 @@ def test_train_in_the_book_shows_the_stored_runs_and_never_trains(monkeypatch):
     shown = []
     monkeypatch.setenv("NORMLAB_STATIC", "1")
     monkeypatch.setattr(training, "run", no_training)
-    monkeypatch.setattr(display, "show_figure", lambda fig, alt=None, caption="": shown.append(caption))
+    def show_figure(draw, *a, alt=None, caption="", **k):   # both layouts draw, stored runs or not
+        wide, narrow = draw(*a, **k), draw(*a, narrow=True, **k)
+        assert narrow.get_figwidth() == NARROW_IN < wide.get_figwidth()
+        shown.append(caption)
+
+    monkeypatch.setattr(display, "show_figure", show_figure)
     assert s11.train(depth=6, placement="post", lr=1e-2) is None
     runs = data.load().select(placement="post", depth=6, lr=1e-2, warmup=0.0)
     assert len(shown) == 1 and s11.seed_summary(runs) in shown[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
-from .style import COLORS, new_figure
+from .style import COLORS, NARROW_IN, new_figure
 
 TRUNK_X = 2.2        # x of the residual stream (the trunk) in each panel
 BRANCH_X = 5.6       # x of the sublayer branch
@@ -12,6 +12,7 @@ BOX_W, BOX_H = 2.5, 0.75
 LAYER_H = 4.2        # height of one residual layer in data units
 BOTTOM = 1.0         # y where the first layer starts
 ADD_R = 0.28         # radius of the addition circle
+X_SPAN = 8.6         # width of a panel in data units
 LINE = COLORS["input"]
 
 
@@ -98,15 +99,20 @@ def _panel(ax, placement, layers):
         note = ("every route from x to out\npasses through a norm\nin every layer")
     ax.text(4.3, top + 1.75, formula, ha="center", va="center", fontsize=9.5, color=color, weight="bold")
     ax.text(BRANCH_X + 0.2, top + 0.15, note, ha="center", va="center", fontsize=7.5, color="#333333")
-    ax.set_xlim(0, 8.6)
+    ax.set_xlim(0, X_SPAN)
     ax.set_ylim(BOTTOM - 1.3, top + 2.2)
     ax.set_aspect("equal")
     ax.axis("off")
 
 
-def pre_post_wiring(layers: int = 2):
-    """Figure 23-5: post-norm (left) and pre-norm (right) wiring of `layers` residual layers each."""
-    fig, (ax_post, ax_pre) = new_figure(2, width=7.2, height=2.2 + 1.35 * layers)
+def pre_post_wiring(layers: int = 2, narrow: bool = False):
+    """Figure 23-5: post-norm (left) and pre-norm (right) wiring of `layers` residual layers each; narrow=True
+    stacks them, post-norm on top."""
+    if narrow:   # each panel as wide as the figure, its height from the panel's aspect, plus its title
+        panel = NARROW_IN * (layers * LAYER_H + 3.5) / X_SPAN + 0.3
+        fig, (ax_post, ax_pre) = new_figure(1, 2, width=NARROW_IN, height=2 * panel)
+    else:
+        fig, (ax_post, ax_pre) = new_figure(2, width=7.2, height=2.2 + 1.35 * layers)
     _panel(ax_post, "post", layers)
     _panel(ax_pre, "pre", layers)
     for ax, placement, title in ((ax_post, "post", "Post-norm (original transformer, 2017)"),

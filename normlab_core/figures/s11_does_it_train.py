@@ -5,17 +5,18 @@ draws its loss while it trains."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .. import data
 from ..display import static_mode
 from ..interactive import Choice, Explorable, Preset, Slider, number
-from .style import COLORS, blank_figure, figure_png, house_style, label, panels
+from .style import COLORS, NARROW_IN, blank_figure, figure_png, house_style, label, panels
 
 CHANCE = math.log(16)
 FLOAT16_MAX = 65504.0
@@ -419,13 +420,26 @@ def _show_stored(cfg, lr, warmup, seed, name):
     """The book's face of train(): the stored runs of this configuration, or a note that there are none."""
     from .. import display
 
-    fields = {"placement": cfg.placement, "depth": cfg.depth, "norm": cfg.norm, "qk_norm": cfg.qk_norm,
-              "deepnorm": cfg.deepnorm}
-    runs = stored().select(**fields, lr=lr, warmup=warmup)
-    fig = blank_figure()
+    runs = _stored_runs(cfg, lr, warmup)
+    display.show_figure(stored_runs_figure, cfg, lr, warmup, seed, name,
+                        alt=(f"Training loss against step of the stored runs for {name}: " + seed_summary(runs)
+                             + ", chance loss dashed."),
+                        caption=f"In the book nothing trains: these are the stored runs of {name} "
+                                f"({seed_summary(runs)}).")
+
+
+def _stored_runs(cfg, lr, warmup) -> list:
+    return stored().select(placement=cfg.placement, depth=cfg.depth, norm=cfg.norm, qk_norm=cfg.qk_norm,
+                           deepnorm=cfg.deepnorm, lr=lr, warmup=warmup)
+
+
+def stored_runs_figure(cfg, lr, warmup, seed, name, narrow: bool = False):
+    """The loss of every stored seed of one configuration (seed `seed` drawn thicker); narrow=True: for phones."""
+    runs = _stored_runs(cfg, lr, warmup)
+    fig = blank_figure(NARROW_IN, 3.8) if narrow else blank_figure()
     with house_style():
         ax = fig.subplots(1, 1)
-        _loss_axes(ax, f"Stored runs:\n{name}")
+        _loss_axes(ax, "Stored runs:\n" + (textwrap.fill(name, 34) if narrow else name))
         for r in runs:
             ax.plot(curve_steps()[: len(r["loss"])], r["loss"], SEED_STYLES[r["seed"] % len(SEED_STYLES)],
                     lw=2.0 if r["seed"] == seed else 1.0, color=COLORS.get(cfg.placement, COLORS["layer_norm"]),
@@ -433,37 +447,38 @@ def _show_stored(cfg, lr, warmup, seed, name):
         if runs:
             ax.legend(loc="upper right")
         else:
-            ax.text(0.5, 0.5, "this configuration is not among the stored runs:\nrun the notebook in JupyterLab "
+            ax.text(0.5, 0.5, "this configuration is not among\nthe stored runs: run the notebook\nin JupyterLab "
                     "to train it", transform=ax.transAxes, ha="center", va="center")
-    display.show_figure(fig, alt=(f"Training loss against step of the stored runs for {name}: " + seed_summary(runs)
-                                  + ", chance loss dashed."),
-                        caption=f"In the book nothing trains: these are the stored runs of {name} "
-                                f"({seed_summary(runs)}).")
+    return fig
 
 
 # -- the section's static figures ------------------------------------------------------------------------------------
-def grad_norm_figure(per_layer: dict, depths, matrix: str):
+def grad_norm_figure(per_layer: dict, depths, matrix: str, narrow: bool = False):
     """One log-scale panel per depth: the gradient norm of each layer's `matrix` at initialization, post and pre.
-    per_layer maps (placement, depth) to an array of one value per layer."""
-    fig = blank_figure(height=3.0)
+    per_layer maps (placement, depth) to an array of one value per layer; narrow=True stacks the panels."""
+    fig = blank_figure(NARROW_IN, 0.5 + 2.1 * len(depths)) if narrow else blank_figure(height=3.0)
     with house_style():
-        axes = np.atleast_1d(fig.subplots(1, len(depths), sharey=True))
+        axes = np.atleast_1d(fig.subplots(len(depths), 1, sharey=True) if narrow else
+                             fig.subplots(1, len(depths), sharey=True))
         for ax, d in zip(axes, depths, strict=True):
             for p in ("post", "pre"):
                 ax.plot(np.arange(1, d + 1), per_layer[p, d], "o-", ms=3, color=COLORS[p], label=PLACEMENT_NAMES[p])
             ax.set_yscale("log")
-            label(ax, "layer", f"gradient norm of {matrix}" if ax is axes[0] else "", f"{d} layers")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))   # layers are whole numbers
+            y = "gradient norm" if narrow else f"gradient norm of {matrix}" if ax is axes[0] else ""
+            label(ax, "layer" if ax is axes[-1] or not narrow else "", y,
+                  f"{d} layers" + (f": {matrix}" if narrow else ""))
         axes[0].legend(loc="lower left")
     return fig
 
 
-def update_size_figure(depths, change: dict):
+def update_size_figure(depths, change: dict, narrow: bool = False):
     """Log-log: the RMS change of the logits after one Adam step, against depth, one line per variant (mean over
-    seeds, their range shaded). change maps a variant to an array (seeds, depths)."""
+    seeds, their range shaded). change maps a variant to an array (seeds, depths); narrow=True: for phones."""
     colors = {"post": COLORS["post"], "pre": COLORS["pre"], "peri": COLORS["layer_norm"], "deepnorm": "0.3"}
     names = {"post": "post-norm", "pre": "pre-norm", "peri": "Peri-LN", "deepnorm": "DeepNorm"}
     depths = np.asarray(depths)
-    fig = blank_figure(height=3.0)
+    fig = blank_figure(NARROW_IN, 3.8) if narrow else blank_figure(height=3.0)
     with house_style():
         ax = fig.subplots(1, 1)
         for v, rows in change.items():
@@ -474,6 +489,10 @@ def update_size_figure(depths, change: dict):
         ax.set_yscale("log")
         ax.set_xticks(depths, [str(d) for d in depths])
         ax.minorticks_off()
-        ax.legend(loc="upper left")
-        label(ax, "depth (layers, log scale)", "RMS change of the logits", "One Adam step from initialization")
+        if narrow:   # the legend below the axes: the lines fill the plot from corner to corner
+            fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
+        else:
+            ax.legend(loc="upper left")
+        label(ax, "depth (layers, log scale)", "RMS change of the logits",
+              "One Adam step from\ninitialization" if narrow else "One Adam step from initialization")
     return fig

@@ -99,8 +99,8 @@ def panels(fig, narrow: bool, n: int = 2, ratios=None):
     return fig.subplots(1, n, width_ratios=ratios, squeeze=False).ravel()
 
 
-def figure_png(fig: Figure) -> bytes:
-    """Draw a whole figure and return it as PNG bytes."""
+def figure_png(fig: Figure, dpi: float | None = None) -> bytes:
+    """Draw a whole figure and return it as PNG bytes (at the figure's own dpi unless `dpi` is given)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=fig.dpi)
+    fig.savefig(buf, format="png", dpi=dpi or fig.dpi)
     return buf.getvalue()
