@@ -10,8 +10,9 @@ when one is missing.
 It also gives the book's static figures their phone layout. `normlab_core.display.show_figure` stages a figure's
 narrow drawing as <staging>/_figures/<sha256 of the wide PNG>.png; Sphinx names the wide PNG it copies to
 _images/ by the same digest (a figure moved out of a data: URI by finish_site.light_images, by its first 20
-digits, as nl-<digits>.png). Each such <img> becomes a <picture> whose <source> (drawn at 2x) is taken on screens
-up to 600 px wide, as the explorables' first frames are; wider screens and print keep the wide figure.
+digits, as nl-<digits>.png). Each such <img> becomes a <picture> whose <source>, <wide name>-narrow.png beside it
+(drawn at 2x), is taken on screens up to 600 px wide, as the explorables' first frames are; wider screens and
+print keep the wide figure.
 
     python scripts/place_frames.py [_build/html] [_build/nl-frames]
 """
@@ -86,12 +87,12 @@ def narrow_figures(site: Path, staging: Path) -> int:
         def wrap(m, text=text):
             nonlocal wrapped
             before = text[:m.start()]
-            if before.endswith(">") and f"{m.group(3)}-narrow.png" in before[before.rfind("<"):]:
+            if before.endswith(">") and m.group(2).removesuffix(".png") + "-narrow.png" in before[before.rfind("<"):]:
                 return m.group(0)   # wrapped already
             found = [p for digest, p in staged.items() if digest.startswith(m.group(3))]
             if len(found) != 1:
                 return m.group(0)
-            name = f"{m.group(3)}-narrow.png"
+            name = m.group(2).rsplit("/", 1)[1].removesuffix(".png") + "-narrow.png"   # beside the wide file
             dest = site / "_images" / name
             if not dest.is_file() or dest.read_bytes() != found[0].read_bytes():
                 dest.parent.mkdir(parents=True, exist_ok=True)

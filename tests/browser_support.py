@@ -185,7 +185,6 @@ class Tab:
         self.page = self.context.new_page()
         self.problems: list[str] = []
         self.network_problems: list[str] = []
-        self.switched: list[str] = []   # phone sources of <picture>s cancelled by a resize (see _failed)
         self.requests: list[str] = []
         self.urls: list[str] = []
         self.page.route("**/*", self._route)
@@ -219,12 +218,11 @@ class Tab:
             # one of the two sources of a static figure's <picture>, cancelled when the window changed back:
             # Playwright's full-page capture resizes the window for a moment, and the <picture> changes its mind
             # (which source a page shows is checked by test_site_reading.figure_layout_problems)
-            self.switched.append(request.url)
             return
         self.network_problems.append(f"request failed: {request.url} ({request.failure})")
 
     def _picture_source(self, url: str) -> bool:
-        """Is `url` a static figure's phone drawing (_images/<name>-narrow.png) or the wide one beside it?"""
+        """Is `url` a static figure's phone drawing (_images/<wide name>-narrow.png) or the wide one beside it?"""
         path = self.server.local_file(url, self.site)
         return path is not None and path.parent.name == "_images" and (
             path.stem.endswith("-narrow") or path.with_name(f"{path.stem}-narrow.png").is_file())

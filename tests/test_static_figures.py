@@ -131,10 +131,10 @@ def test_place_frames_wraps_figures_that_have_a_narrow_drawing(tmp_path):
             f'srcset="../_images/{first}-narrow.png 2x" width="297" height="200"><img alt="first" '
             f'src="../_images/{first}.png" loading="lazy"/></picture></a>')
     assert want in html
-    assert (f'<picture><source media="(max-width: 600px)" srcset="../_images/{second[:20]}-narrow.png 2x" '
+    assert (f'<picture><source media="(max-width: 600px)" srcset="../_images/nl-{second[:20]}-narrow.png 2x" '
             f'width="297" height="150"><img src=\'../_images/nl-{second[:20]}.png\' alt=\'second\'></picture>') in html
     assert f'<img alt="none" src="../_images/{other}.png">' in html and html.count("<picture>") == 2
-    for name, digest in ((f"{first}-narrow.png", first), (f"{second[:20]}-narrow.png", second)):
+    for name, digest in ((f"{first}-narrow.png", first), (f"nl-{second[:20]}-narrow.png", second)):
         assert (site / "_images" / name).read_bytes() == (staging / "_figures" / f"{digest}.png").read_bytes()
     assert narrow_figures(site, staging) == 0 and page.read_text(encoding="utf-8") == html   # idempotent
 
@@ -159,7 +159,7 @@ def test_a_phone_takes_the_narrow_figure_and_a_laptop_the_wide(tmp_path, browser
                              "i.clientWidth])")
             context.close()
             if narrow:
-                assert got == [["first", f"{first}-narrow.png", 297], ["second", f"{second[:20]}-narrow.png", 297],
+                assert got == [["first", f"{first}-narrow.png", 297], ["second", f"nl-{second[:20]}-narrow.png", 297],
                                ["none", f"{other}.png", 390 - 16]], got
             else:
                 assert got == [["first", f"{first}.png", 648], ["second", f"nl-{second[:20]}.png", 648],

@@ -816,7 +816,6 @@ def _schedule(step: int, steps: int, peak: float, warmup: float) -> float:
 def _rate_case(step: int, steps: int, peak: float, warmup: float, message: str, visible=False) -> Case:
     want = _schedule(step, steps, peak, warmup)
     where = f"learning_rate({step}, {steps}, {peak!r}, {warmup!r})"
-
     label = f"7: {where}" if visible else "7: learning_rate"   # a hidden case never shows its inputs
 
     def verify(result):

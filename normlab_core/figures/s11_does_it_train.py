@@ -420,29 +420,24 @@ def _show_stored(cfg, lr, warmup, seed, name):
     """The book's face of train(): the stored runs of this configuration, or a note that there are none."""
     from .. import display
 
-    runs = _stored_runs(cfg, lr, warmup)
-    display.show_figure(stored_runs_figure, cfg, lr, warmup, seed, name,
+    runs = stored().select(placement=cfg.placement, depth=cfg.depth, norm=cfg.norm, qk_norm=cfg.qk_norm,
+                           deepnorm=cfg.deepnorm, lr=lr, warmup=warmup)
+    display.show_figure(stored_runs_figure, runs, COLORS.get(cfg.placement, COLORS["layer_norm"]), seed, name,
                         alt=(f"Training loss against step of the stored runs for {name}: " + seed_summary(runs)
                              + ", chance loss dashed."),
                         caption=f"In the book nothing trains: these are the stored runs of {name} "
                                 f"({seed_summary(runs)}).")
 
 
-def _stored_runs(cfg, lr, warmup) -> list:
-    return stored().select(placement=cfg.placement, depth=cfg.depth, norm=cfg.norm, qk_norm=cfg.qk_norm,
-                           deepnorm=cfg.deepnorm, lr=lr, warmup=warmup)
-
-
-def stored_runs_figure(cfg, lr, warmup, seed, name, narrow: bool = False):
+def stored_runs_figure(runs: list, color, seed: int, name: str, narrow: bool = False):
     """The loss of every stored seed of one configuration (seed `seed` drawn thicker); narrow=True: for phones."""
-    runs = _stored_runs(cfg, lr, warmup)
     fig = blank_figure(NARROW_IN, 3.8) if narrow else blank_figure()
     with house_style():
         ax = fig.subplots(1, 1)
         _loss_axes(ax, "Stored runs:\n" + (textwrap.fill(name, 34) if narrow else name))
         for r in runs:
             ax.plot(curve_steps()[: len(r["loss"])], r["loss"], SEED_STYLES[r["seed"] % len(SEED_STYLES)],
-                    lw=2.0 if r["seed"] == seed else 1.0, color=COLORS.get(cfg.placement, COLORS["layer_norm"]),
+                    lw=2.0 if r["seed"] == seed else 1.0, color=color,
                     label=f"seed {r['seed']}: {r['outcome']}")
         if runs:
             ax.legend(loc="upper right")
