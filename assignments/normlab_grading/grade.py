@@ -41,12 +41,12 @@ import sys
 import time
 from pathlib import Path
 
-from normlab_grading import hidden_checks, review, sandbox, structure
+from normlab_grading import hidden_checks, inert, review, sandbox, structure
 
 NOTEBOOK = "exercises"
 STAGED = ".staged"       # what nbgrader reads in place of submitted/ (the rebuilt notebook, with its outputs)
 GRADER_FILES = ("grade.py", "hidden_checks.py", "runner.py", "sandbox.py", "structure.py", "review.py",
-                "feedback.py")
+                "feedback.py", "inert.py")
 
 
 # --- configuration ----------------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def _clean_output(out, count) -> dict | None:
     clean = {"output_type": kind, "data": data, "metadata": {}}
     if kind == "execute_result":
         clean["execution_count"] = count
-    return clean
+    return inert.safe_output(clean)
 
 
 def _cell_outputs(record: dict, limits: sandbox.Limits, budget: dict) -> list:
@@ -274,9 +274,25 @@ def compose(release: dict, cells: list, run: sandbox.Run, verdicts: dict, parts:
     """The graded notebook: the rebuilt cells, the outputs of the run, and the verdict of every check cell."""
     budget = {"text": NOTEBOOK_TEXT_CAP, "data": NOTEBOOK_DATA_CAP}
     stopped_at = run.where if run.status != "ok" else ""
+    trusted = {structure.grade_id(c): c for c in release["cells"] if structure.is_locked(c) or structure.is_check(c)}
+    answers = {structure.grade_id(c): c for c in release["cells"] if structure.nbgrader_meta(c).get("solution")}
+    prose = {c.get("source") for c in release["cells"]
+             if c.get("cell_type") == "markdown" and not structure.grade_id(c)}
     out_cells = []
     for index, cell in enumerate(cells):
-        cell = dict(cell)
+        gid = structure.grade_id(cell)
+        if gid is None:   # the release's own text, unchanged, or a cell of the student's
+            mine = not (cell.get("cell_type") == "markdown" and cell.get("source") in prose)
+        else:
+            mine = not (gid in trusted and cell.get("source") == trusted[gid].get("source")
+                        and cell.get("cell_type") == trusted[gid].get("cell_type"))
+        if mine:   # the student's text: made inert for the pages rendered from this notebook
+            if gid not in answers and gid not in trusted:
+                cell = {**cell, "metadata": {}}
+            untouched = gid in answers and cell.get("source") == answers[gid].get("source")
+            cell = inert.safe_cell(cell, keep_source=untouched)
+        else:
+            cell = dict(cell)
         if cell.get("cell_type") == "code":
             record = run.cells.get(index)
             kernel = _cell_outputs(record, limits, budget) if record else []
@@ -384,14 +400,28 @@ def _init_worker(*args) -> None:
 
 
 def _grade_in_worker(student: str) -> dict:
+    return grade_safely(_WORKER[0], student)
+
+
+def grade_safely(worker: Worker, student: str) -> dict:
+    """worker.grade(student), whatever the submission holds: an error of the grader on it (RecursionError
+    included) fails this submission only, with the reason; the result holds no lone surrogate."""
     try:
-        return _WORKER[0].grade(student)
+        return structure.plain(worker.grade(student))
     except Exception as exc:  # noqa: BLE001 - a grader bug must not pass for a grade: report it as a failure
         import traceback
 
-        return {"student": student, "status": f"FAILED: the grader itself failed ({type(exc).__name__}: {exc})",
-                "put_back": [], "review": [], "verdicts": {}, "notebook": None, "log": traceback.format_exc(),
-                "seconds": 0.0}
+        return {"student": student, "status": f"FAILED: the grader itself failed on this submission "
+                                              f"({type(exc).__name__}: {_short(exc)})",
+                "put_back": [], "review": [], "verdicts": {}, "notebook": None,
+                "log": structure.plain(traceback.format_exc()), "seconds": 0.0}
+
+
+def _short(exc: BaseException) -> str:
+    try:
+        return structure.plain(str(exc))[:300]
+    except Exception:  # noqa: BLE001 - an exception whose message cannot be shown
+        return "(no message)"
 
 
 def parse_args(argv):
@@ -450,7 +480,8 @@ def grade(course: Path, args) -> int:
                 states[student] = old
             continue
         if (old and not args.all and not wanted and old.get("submission") == mine
-                and old.get("grader") == fingerprint and (graded.is_file() or old["status"].startswith("FAILED"))):
+                and old.get("grader") == fingerprint and (old["status"].startswith("FAILED") or (
+                    graded.is_file() and (course / "feedback" / student / assignment / f"{NOTEBOOK}.html").is_file()))):
             states[student] = old
             continue
         todo.append((student, mine))
@@ -481,7 +512,10 @@ def grade(course: Path, args) -> int:
         graded = grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states,
                            timings)
         t1 = time.monotonic()
-        feedback(course, assignment, graded, students, jobs, state_dir)
+        for student in feedback(course, assignment, graded, students, jobs, state_dir):
+            state = states[student]
+            state["status"] = "FAILED: its feedback page could not be written (see the log)"
+            (state_dir / f"{student}.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
         phases = {"grading": t1 - t0, "feedback": time.monotonic() - t1}
     else:
         print("nothing to grade: every submission is unchanged since it was last graded (--all to grade again)")
@@ -496,7 +530,12 @@ def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint,
     here), or in this process for one job; record each result in the gradebook as it arrives."""
 
     def done(result, mine):
-        state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
+        try:
+            state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
+        except Exception as exc:  # noqa: BLE001 - recording one submission failed: it fails alone
+            result = {**result, "notebook": None,
+                      "status": f"FAILED: its grades could not be recorded ({type(exc).__name__}: {_short(exc)})"}
+            state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
         states[result["student"]] = state
         timings.append(state["seconds"])
         print(f"  graded {result['student']:<24} {state['seconds']:6.1f} s  {state['status']}", flush=True)
@@ -505,7 +544,7 @@ def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint,
         worker = Worker(course, assignment, unsafe, limits, seed, 1)
         api = course_api(course)
         for student, mine in todo:
-            done(worker.grade(student), mine)
+            done(grade_safely(worker, student), mine)
     else:
         context = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(
@@ -532,7 +571,7 @@ def finish(api, course: Path, assignment: str, result: dict, mine: str, fingerpr
     for gid, v in result.get("verdicts", {}).items():
         log.append(f"{gid}: {'passed' if v['passed'] else 'failed'}: {v['message']}")
     log.append("--- the sandbox's own output ---\n" + result.get("log", ""))
-    (state_dir / f"{student}.log").write_text("\n".join(log), encoding="utf-8")
+    (state_dir / f"{student}.log").write_text(structure.plain("\n".join(log)), encoding="utf-8", errors="replace")
     state = {"student": student, "status": result["status"], "review": result["review"],
              "put_back": result["put_back"], "submission": mine, "grader": fingerprint,
              "seconds": result["seconds"], "recorded": recorded}
@@ -554,24 +593,38 @@ def _feedback_chunk(assignment: str, chunk: list, everyone: list) -> dict:
     api.coursedir.student_id_exclude = ",".join(s for s in everyone if s not in wanted)
     try:
         return api.generate_feedback(assignment, force=True)
+    except Exception as exc:  # noqa: BLE001 - reported like nbgrader's own failures, then retried one by one
+        return {"success": False, "log": "", "error": f"{type(exc).__name__}: {_short(exc)}"}
     finally:
         api.coursedir.student_id_exclude = ""
 
 
-def feedback(course: Path, assignment: str, students: list, everyone: list, jobs: int, state_dir: Path) -> None:
-    """Feedback pages for `students`, in `jobs` processes at once (forked after nbgrader was imported here)."""
+def feedback(course: Path, assignment: str, students: list, everyone: list, jobs: int, state_dir: Path) -> list:
+    """Feedback pages for `students`, in `jobs` processes at once (forked after nbgrader was imported here).
+    A run that fails is repeated for each of its students alone, so that one page nbgrader cannot write costs
+    no one else theirs; returns the students whose page could not be written."""
     if not students:
-        return
+        return []
     chunks = [students[i::jobs] for i in range(min(jobs, len(students)))]
     if len(chunks) == 1:
         _FEEDBACK[:] = [course_api(course)]
         results = [_feedback_chunk(assignment, chunks[0], everyone)]
-        return _feedback_log(chunks, results, state_dir)
-    context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=len(chunks), mp_context=context,
-                                                initializer=_init_feedback, initargs=(course,)) as pool:
-        results = list(pool.map(_feedback_chunk, [assignment] * len(chunks), chunks, [everyone] * len(chunks)))
+    else:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=len(chunks), mp_context=context,
+                                                    initializer=_init_feedback, initargs=(course,)) as pool:
+            results = list(pool.map(_feedback_chunk, [assignment] * len(chunks), chunks,
+                                    [everyone] * len(chunks)))
     _feedback_log(chunks, results, state_dir)
+    retry = [s for chunk, r in zip(chunks, results, strict=True) if not r.get("success") for s in chunk]
+    if not retry:
+        return []
+    _FEEDBACK[:] = [course_api(course)]
+    alone = [_feedback_chunk(assignment, [s], everyone) for s in retry]
+    _feedback_log([[s] for s in retry], alone, state_dir)
+    page = course / "feedback" / "{}" / assignment / f"{NOTEBOOK}.html"
+    return [s for s, r in zip(retry, alone, strict=True)
+            if not r.get("success") and not Path(str(page).format(s)).is_file()]
 
 
 def _feedback_log(chunks, results, state_dir: Path) -> None:
