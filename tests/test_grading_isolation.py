@@ -15,8 +15,7 @@ import json
 import os
 
 import pytest
-from grading_support import cell_scores, mx, released_course, require_sandbox, shared_tmp, solutions, structure
-
+from grading_support import mx, released_course, require_sandbox, shared_tmp, solutions, structure
 from normlab_grading import grade
 
 # the grader's channel: the one pipe the runner writes to besides its stdout and stderr
@@ -29,7 +28,8 @@ CHANNEL = ("import os, stat\n"
            "_fd = [fd for fd in range(3, 64) if _pipe(fd)][-1]\n")
 HOSTILE_CELLS = {
     "deep": CHANNEL + "import os\nos.write(_fd, b'[' * 200000 + b']' * 200000 + b'\\n')\n",
-    "nankeys": CHANNEL + "import os\nos.write(_fd, b'{\"cell\": NaN, \"NaN\": [NaN, Infinity], \"\\\\udce9\": -Infinity}\\n')\n",
+    "nankeys": CHANNEL + ("import os\n"
+                          "os.write(_fd, b'{\"cell\": NaN, \"NaN\": [NaN, Infinity], \"\\\\udce9\": -Infinity}\\n')\n"),
     "wide": CHANNEL + "import os\nos.write(_fd, b'{\"cell\": ' + b'[' * 900 + b'1' + b']' * 900 + b'}\\n' * 1500)\n",
 }
 HONEST = ("reference", "surrogate")
