@@ -10,7 +10,9 @@ ones score what they deserve and get their feedback page; each hostile one is FA
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
 
@@ -32,7 +34,15 @@ HOSTILE_CELLS = {
                           "os.write(_fd, b'{\"cell\": NaN, \"NaN\": [NaN, Infinity], \"\\\\udce9\": -Infinity}\\n')\n"),
     "wide": CHANNEL + "import os\nos.write(_fd, b'{\"cell\": ' + b'[' * 900 + b'1' + b']' * 900 + b'}\\n' * 1500)\n",
 }
-HONEST = ("reference", "surrogate")
+BYPASS = """
+import gc
+_capture = [o for o in gc.get_objects() if type(o).__name__ == "Capture"][0]   # the runner's, for this cell
+_capture.out.append({"output_type": "stream", "name": "stdout", "text": "y" * 3_000_000})
+_capture.out.append({"output_type": "display_data", "data": {"image/png": "A" * 4_000_000}, "metadata": {}})
+"""
+ESCAPED_ID = "\x1b[2Jwiped"        # a terminal escape in a student id (a folder name)
+FORMULA_ID = "=HYPERLINK(1)"       # a spreadsheet formula as a student id
+HONEST = ("reference", "surrogate", "beside", "bypass", ESCAPED_ID, FORMULA_ID)
 
 
 def _notebook(release: dict, answers: dict, extra: str | None = None, comment: str = "") -> dict:
@@ -68,23 +78,34 @@ def graded(tmp_path_factory):
                                             ensure_ascii=False).encode("latin-1"))
     for student, code in HOSTILE_CELLS.items():
         folder(student).write_text(json.dumps(_notebook(release, answers, code)), encoding="utf-8")
+    # the instructor's notebook with the solutions, linked in place of the notebook, and beside one
+    folder("linked").symlink_to(course / "source" / mx.ASSIGNMENT / mx.NOTEBOOK)
+    folder("beside").write_text(json.dumps(_notebook(release, answers)), encoding="utf-8")
+    (course / "submitted" / "beside" / mx.ASSIGNMENT / "notes.txt").symlink_to(
+        course / "source" / mx.ASSIGNMENT / mx.NOTEBOOK)
+    folder("bypass").write_text(json.dumps(_notebook(release, answers, BYPASS)), encoding="utf-8")
+    for student in (ESCAPED_ID, FORMULA_ID):
+        folder(student).write_text(json.dumps(_notebook(release, answers)), encoding="utf-8")
     before = os.getcwd()
     os.chdir(course)
+    out = io.StringIO()
     try:
-        code = grade.main([mx.ASSIGNMENT, "-j", "1"])
+        with contextlib.redirect_stdout(out):
+            code = grade.main([mx.ASSIGNMENT, "-j", "1"])
     finally:
         os.chdir(before)
     with open(course / "grades.csv", newline="", encoding="utf-8") as fh:
         rows = {r["student_id"]: r for r in csv.DictReader(fh)}
-    return course, code, rows
+    return course, code, rows, out.getvalue()
 
 
 def test_honest_students_are_graded_and_get_feedback(graded):
-    course, code, rows = graded
+    course, code, rows, _ = graded
     assert code == 1   # some submissions failed to grade
     for student in HONEST:
-        assert rows[student]["grading_status"] == "ok", rows[student]
-        assert float(rows[student]["score"]) == 21.0, rows[student]
+        row = rows[grade.csv_cell(student)]   # (grades.csv shows the two odd ids escaped and quoted)
+        assert row["grading_status"] == "ok", row
+        assert float(row["score"]) == 21.0, row
         page = course / "feedback" / student / mx.ASSIGNMENT / "exercises.html"
         assert page.is_file(), student
     text = (course / "feedback" / "surrogate" / mx.ASSIGNMENT / "exercises.html").read_text(encoding="utf-8")
@@ -92,9 +113,10 @@ def test_honest_students_are_graded_and_get_feedback(graded):
 
 
 def test_each_hostile_submission_fails_alone_with_its_reason(graded):
-    _, _, rows = graded
+    _, _, rows, _ = graded
     want = {"bytes": "the notebook cannot be read as a notebook", "latin1": "the notebook cannot be read",
-            "deep": "tampering", "nankeys": "tampering", "wide": "tampering"}
+            "deep": "tampering", "nankeys": "tampering", "wide": "tampering",
+            "linked": "the submission's notebook is a symbolic link"}
     for student, reason in want.items():
         status = rows[student]["grading_status"]
         assert status.startswith("FAILED: ") and reason in status, (student, status)
@@ -102,7 +124,7 @@ def test_each_hostile_submission_fails_alone_with_its_reason(graded):
 
 
 def test_a_second_run_grades_nothing_and_the_single_path_survives_a_hostile_student(graded, capsys):
-    course, _, _ = graded
+    course, _, _, _ = graded
     before = os.getcwd()
     os.chdir(course)
     try:
@@ -113,3 +135,31 @@ def test_a_second_run_grades_nothing_and_the_single_path_survives_a_hostile_stud
     finally:
         os.chdir(before)
     assert "graded surrogate" in out and "graded deep" in out, out
+
+
+def test_a_link_beside_the_notebook_is_not_followed(graded):
+    course = graded[0]
+    solutions_text = (course / "source" / mx.ASSIGNMENT / mx.NOTEBOOK).read_text(encoding="utf-8")
+    for where in ("autograded", "feedback"):
+        folder = course / where / "beside" / mx.ASSIGNMENT
+        assert folder.is_dir()
+        assert not (folder / "notes.txt").exists(), where
+        for path in folder.iterdir():
+            assert path.read_bytes() != solutions_text.encode(), path
+
+
+def test_outputs_written_into_the_capture_directly_are_cut_by_the_grader(graded):
+    course = graded[0]
+    page = course / "feedback" / "bypass" / mx.ASSIGNMENT / "exercises.html"
+    assert page.stat().st_size < 1_500_000, page.stat().st_size
+    text = page.read_text(encoding="utf-8")
+    assert "kept for each cell]" in text and "display output(s) left out: over the size cap" in text
+
+
+def test_student_chosen_text_neither_drives_the_terminal_nor_becomes_a_formula(graded):
+    course, _, rows, out = graded
+    assert "\x1b" not in out and "\\x1b[2Jwiped" in out
+    with open(course / "grades.csv", encoding="utf-8") as fh:
+        raw = fh.read()
+    assert "\x1b" not in raw
+    assert "'=HYPERLINK(1)" in raw and "\n=HYPERLINK" not in raw and ",=HYPERLINK" not in raw

@@ -49,6 +49,21 @@ GRADER_FILES = ("grade.py", "hidden_checks.py", "runner.py", "sandbox.py", "stru
                 "feedback.py", "inert.py")
 
 
+# --- text a student chose, on a terminal and in a spreadsheet -----------------------------------------------
+
+def printable(text) -> str:
+    """`text` with control characters (terminal escapes, carriage returns, bidirectional overrides) written as
+    escapes, so that a student id, a file name or a status cannot move the cursor or recolour the terminal."""
+    text = structure.plain(str(text))
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+
+
+def csv_cell(text) -> str:
+    """A grades.csv cell that a spreadsheet shows as text: printable, and never read as a formula."""
+    text = printable(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "|", "%") else text
+
+
 # --- configuration ----------------------------------------------------------------------------------------
 
 def load_config(course: Path):
@@ -73,7 +88,7 @@ def seed_from(config) -> int:
 def _hash_files(paths) -> str:
     h = hashlib.sha256()
     for path in paths:
-        h.update(str(path.name).encode())
+        h.update(os.fsencode(path.name))
         h.update(path.read_bytes() if path.is_file() else b"-")
     return h.hexdigest()
 
@@ -90,7 +105,7 @@ def grader_fingerprint(course: Path, assignment: str, unsafe: bool) -> str:
 
 
 def submission_fingerprint(folder: Path) -> str:
-    return _hash_files(sorted(p for p in folder.iterdir() if p.is_file()))
+    return _hash_files(sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink()))
 
 
 # --- one submission, in a worker ----------------------------------------------------------------------------
@@ -112,6 +127,10 @@ class Worker:
         path = folder / f"{NOTEBOOK}.ipynb"
         result = {"student": student, "put_back": [], "review": [], "verdicts": {}, "notebook": None,
                   "status": "ok", "log": "", "seconds": 0.0}
+        if folder.is_symlink() or path.is_symlink():
+            result["status"] = (f"FAILED: the submission's {'folder' if folder.is_symlink() else 'notebook'} is a "
+                                "symbolic link (to a file that is not the student's); it is not followed")
+            return _timed(result, start)
         if not path.is_file():
             others = sorted(p.name for p in folder.glob("*.ipynb"))
             result["status"] = (f"FAILED: no {NOTEBOOK}.ipynb in the submission"
@@ -217,6 +236,7 @@ def _clean_output(out, count) -> dict | None:
         tb = out.get("traceback")
         if not isinstance(tb, list) or not all(isinstance(t, str) for t in tb):
             tb = []
+        tb = [t[:4000] for t in tb[-30:]]   # as the runner keeps them, whatever the record says
         return {"output_type": "error", "ename": str(out.get("ename", "Error"))[:200],
                 "evalue": str(out.get("evalue", ""))[:2000], "traceback": tb}
     data = out.get("data")
@@ -232,12 +252,34 @@ def _clean_output(out, count) -> dict | None:
 
 
 def _cell_outputs(record: dict, limits: sandbox.Limits, budget: dict) -> list:
+    """The outputs of one cell's record, cut here to the per-cell caps (the runner cuts them too, but it runs
+    with the student's code, which can write into its capture directly) and to the notebook's budget."""
     count = record.get("execution_count") if isinstance(record.get("execution_count"), int) else None
     outputs = []
-    for raw in record.get("outputs", []):
+    kept = {"stdout": 0, "stderr": 0}
+    cut = {"stdout": 0, "stderr": 0}
+    data_used = data_dropped = 0
+    raws = record.get("outputs", [])
+    for raw in raws[:1000] if isinstance(raws, list) else []:
         out = _clean_output(raw, count)
         if out is None:
             continue
+        if out["output_type"] == "stream":
+            name, text = out["name"], out["text"]
+            room = max(0, limits.text_cap + 1000 - kept[name])   # (+1000: room for the runner's own note)
+            if len(text) > room:
+                cut[name] += len(text) - room
+                text = text[:room]
+            kept[name] += len(text)
+            if not text:
+                continue
+            out = {**out, "text": text}
+        elif out["output_type"] != "error":
+            size = sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in out["data"].values())
+            if data_used + size > limits.data_cap:
+                data_dropped += 1
+                continue
+            data_used += size
         if out["output_type"] == "error" and out["ename"] == "KeyboardInterrupt" and record.get("timed_out"):
             message = (f"this cell was stopped after {limits.cell_seconds:g} s, the time limit for each cell when "
                        "the notebook is graded")
@@ -253,6 +295,14 @@ def _cell_outputs(record: dict, limits: sandbox.Limits, budget: dict) -> list:
             continue
         budget[key] -= size
         outputs.append(out)
+    for name, n in cut.items():
+        if n:
+            outputs.append({"output_type": "stream", "name": name,
+                            "text": f"\n[output cut: {n:,} more characters of {name} than the {limits.text_cap:,} "
+                                    "kept for each cell]\n"})
+    if data_dropped:
+        outputs.append({"output_type": "stream", "name": "stdout",
+                        "text": f"[{data_dropped} display output(s) left out: over the size cap]\n"})
     return outputs
 
 
@@ -350,7 +400,7 @@ def record(api, course: Path, assignment: str, student: str, notebook: dict) -> 
     # Everything else the submission holds goes along (timestamp.txt, the exchange's submission_secret.txt that
     # release_feedback needs, files the student added), as when nbgrader reads submitted/ itself.
     for other in (course / "submitted" / student / assignment).iterdir():
-        if other.is_file() and other.suffix != ".ipynb":
+        if other.is_file() and not other.is_symlink() and other.suffix != ".ipynb":   # a link is not followed
             shutil.copy2(other, staged / other.name)
     saved = api.coursedir.submitted_directory
     api.coursedir.submitted_directory = STAGED
@@ -383,7 +433,9 @@ def export(course: Path, assignment: str, states: dict) -> Path:
         row["review"] = "; ".join(state.get("review", []) + state.get("put_back", []))
         if state["status"].startswith("FAILED"):
             row["score"] = row["raw_score"] = ""
-    with open(out, "w", newline="") as fh:
+    numeric = {"score", "raw_score", "max_score", "late_submission_penalty", "timestamp", "duedate"}
+    rows = [{k: (v if k in numeric or v is None else csv_cell(v)) for k, v in row.items()} for row in rows]
+    with open(out, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields + ["grading_status", "review"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
@@ -538,7 +590,8 @@ def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint,
             state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
         states[result["student"]] = state
         timings.append(state["seconds"])
-        print(f"  graded {result['student']:<24} {state['seconds']:6.1f} s  {state['status']}", flush=True)
+        print(f"  graded {printable(result['student']):<24} {state['seconds']:6.1f} s  {printable(state['status'])}",
+              flush=True)
 
     if jobs == 1:
         worker = Worker(course, assignment, unsafe, limits, seed, 1)
@@ -642,20 +695,21 @@ def report(course, assignment, students, states, csv_path, state_dir, timings, e
     print(f"\n{'student':<24} {'score':>7} {'max':>5}  status")
     for student in students:
         row = scores.get(student, {})
-        print(f"{student:<24} {row.get('score', ''):>7} {row.get('max_score', ''):>5}  {states[student]['status']}")
+        print(f"{printable(student):<24} {row.get('score', ''):>7} {row.get('max_score', ''):>5}  "
+              f"{printable(states[student]['status'])}")
     print(f"\ngrades: {csv_path}   feedback: {course / 'feedback'}   logs: {state_dir}")
     put_back = {s: states[s]["put_back"] for s in students if states[s].get("put_back")}
     if put_back:
         print("\nCells put back from the release before grading:")
         for student, items in put_back.items():
-            print(f"  {student}: " + "; ".join(items))
+            print(f"  {printable(student)}: " + "; ".join(printable(i) for i in items))
     flagged = {s: states[s]["review"] for s in students if states[s].get("review")}
     if flagged:
         print("\nSubmissions marked for review (open the notebook; a hit is a reason to look, not proof):")
         for student, hits in flagged.items():
-            print(f"  {student}:")
+            print(f"  {printable(student)}:")
             for hit in hits:
-                print(f"      {hit}")
+                print(f"      {printable(hit)}")
     if timings:
         print(f"\ngraded {len(timings)} submission(s) in {elapsed:.1f} s with {jobs} worker(s): "
               f"{sum(timings) / len(timings):.2f} s per submission on average (max {max(timings):.2f} s); "
@@ -665,7 +719,8 @@ def report(course, assignment, students, states, csv_path, state_dir, timings, e
     if failed:
         print(f"\n{len(failed)} submission(s) FAILED TO GRADE (their grades.csv rows have no score):")
         for student, st in failed.items():
-            print(f"  {student}: {st[len('FAILED: '):]}   log: {state_dir / f'{student}.log'}")
+            print(f"  {printable(student)}: {printable(st[len('FAILED: '):])}   "
+                  f"log: {printable(state_dir / f'{student}.log')}")
     else:
         print("\nevery submission was graded")
 
