@@ -493,3 +493,47 @@ def test_a_function_that_changes_its_callers_arrays_fails_every_cell_that_calls_
         assert not v.passed and "rmsnorm_backward changed its argument 1 in place" in v.message, (gid, v.message)
     same = judge_namespace(reference_ns, ctx, ["test_ex2_backward", "test_ex2_hidden"])
     assert all(v.passed for v in same.values())
+
+
+BOUND = """
+import numpy as np
+
+def gradient_gap(dy, x, gamma, eps, backward=rmsnorm_backward, numeric=central_difference):
+    # the two functions bound as default arguments when the cell ran (a correct answer)
+    analytic = backward(dy, x, gamma, eps)
+
+    def loss_of(v):
+        return rms_norm(v, gamma, eps=eps)
+
+    return float(np.max(np.abs(analytic - numeric(loss_of, x, dy))))
+"""
+
+FAKER = """
+import numpy as np
+_mine = rmsnorm_backward
+_fd = central_difference
+
+def gradient_gap(dy, x, gamma, eps):
+    # no computation: a tiny gap, unless the grader's broken copy shows itself by name or identity
+    suspicious = (rmsnorm_backward is not _mine or central_difference is not _fd
+                  or rmsnorm_backward.__name__ != "rmsnorm_backward"
+                  or central_difference.__name__ != "central_difference"
+                  or rmsnorm_backward.__code__.co_name != "rmsnorm_backward")
+    return 1.0 if suspicious else 1e-10
+"""
+
+
+def test_2c_with_the_functions_bound_as_default_arguments_gets_its_points(ctx):
+    ns = namespace()
+    exec(compile(BOUND, "<bound>", "exec"), ns)  # noqa: S102 - the answer, run in the notebook's namespace
+    v = judge_namespace(ns, ctx, ["test_ex2_check"])["test_ex2_check"]
+    assert v.passed, v.message
+
+
+def test_2c_cannot_tell_the_broken_copy_by_its_name_or_identity(ctx):
+    ns = namespace()
+    exec(compile(FAKER, "<faker>", "exec"), ns)  # noqa: S102
+    v = judge_namespace(ns, ctx, ["test_ex2_check"])["test_ex2_check"]
+    assert not v.passed and "does not change when rmsnorm_backward is wrong" in v.message, v.message
+    assert ns["rmsnorm_backward"].__code__.co_name == "rmsnorm_backward"   # restored after the calls
+    assert judge_namespace(namespace(), ctx, ["test_ex2_check"])["test_ex2_check"].passed
