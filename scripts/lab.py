@@ -11,7 +11,8 @@
   stay MyST): JupyterLab's own Markdown preview scrolls to a link's #entry, the MyST one does not.
 * Instructors (`python scripts/lab.py --instructor`): JupyterLab with nbgrader's tools as installed,
   started in the course folder assignments/ (where nbgrader_config.py is, so that the Formgrader finds
-  the course; book/instructors.md describes it).
+  the course; book/instructors.md describes it), with the configuration folder lab/instructor first on
+  JUPYTER_CONFIG_PATH: a Content-Security-Policy on every page (lab/instructor/jupyter_server_config.py).
 
 Arguments after the options go to `jupyter lab` unchanged (e.g. `--port=8890`).
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNER_CONFIG = ROOT / "lab" / "learner"
+INSTRUCTOR_CONFIG = ROOT / "lab" / "instructor"
 COURSE = ROOT / "assignments"
 FIRST_FOLDER = "notebooks"
 
@@ -39,11 +41,17 @@ def lab_args(root: Path = ROOT, instructor: bool = False) -> list[str]:
 
 
 def lab_env(env: dict[str, str], instructor: bool = False) -> dict[str, str]:
-    """`env` with the learners' configuration folder first on JUPYTER_CONFIG_PATH (unchanged for instructors)."""
+    """`env` with the learners' (or the instructors') configuration folder first on JUPYTER_CONFIG_PATH."""
     env = dict(env)
-    if not instructor:
-        paths = [str(LEARNER_CONFIG), env.get("JUPYTER_CONFIG_PATH")]
-        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in paths if p)
+    paths = [str(INSTRUCTOR_CONFIG if instructor else LEARNER_CONFIG), env.get("JUPYTER_CONFIG_PATH")]
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in paths if p)
+    if instructor:
+        # Formgrader's pages (nbconvert's classic template) load MathJax 2 from a CDN, which the server's
+        # Content-Security-Policy (and a machine without network) refuses, and Formgrader's script fails with it.
+        # lab/instructor/share/nbconvert/templates/base/mathjax.html.j2, found first on JUPYTER_PATH, loads the
+        # copy this server serves (jupyter_server_mathjax) instead.
+        paths = [str(INSTRUCTOR_CONFIG / "share"), env.get("JUPYTER_PATH")]
+        env["JUPYTER_PATH"] = os.pathsep.join(p for p in paths if p)
     return env
 
 

@@ -181,6 +181,27 @@ def test_zip_collect_files_submissions_by_student_and_stops_at_a_nameless_file(c
     assert status == 1 and "cannot tell whose notebook 'exercises.ipynb' is" in log, log
 
 
+@pytest.mark.parametrize("name", ["..", ".", "a\x1b[2Jb", "tab\tbed"], ids=["up", "dot", "escape", "tab"])
+def test_zip_collect_refuses_ids_that_leave_submitted_or_hold_control_characters(course, tmp_path, name):
+    import shutil
+    import zipfile
+
+    root = tmp_path / "zc"
+    shutil.copytree(course[0], root)
+    archive = root / "downloaded" / mx.ASSIGNMENT / "archive"
+    archive.mkdir(parents=True)
+    released = (root / "release" / mx.ASSIGNMENT / mx.NOTEBOOK).read_bytes()
+    with zipfile.ZipFile(archive / "from_the_platform.zip", "w") as zf:
+        zf.writestr("carol_exercises.ipynb", released)
+        zf.writestr(f"{name}_exercises.ipynb", released)
+    before = {p for p in root.rglob("*") if p.is_file()}
+    status, log = zip_collect(root)
+    assert status == 1 and "will not file" in log, log
+    written = {p for p in root.rglob("*") if p.is_file()} - before
+    assert not any("submitted" in p.parts for p in written), written   # nothing collected
+    assert not (root / "submitted").exists() or not any((root / "submitted").rglob("*.ipynb"))
+
+
 # --- the visible checks, as a learner runs them in JupyterLab ----------------------------------------------
 
 def check_cells(source) -> dict:

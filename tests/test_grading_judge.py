@@ -228,13 +228,79 @@ def test_hidden_cases_say_what_failed_but_show_no_value_input_or_seed(reference_
 
     v = judge_namespace(dict(reference_ns, layer_norm_vector=only_for_length_4), ctx,
                         ["test_ex1_function"])["test_ex1_function"]
-    m = re.fullmatch(r"1\(a\): wrong result for a hidden vector of length (\d+) with eps=(\S+): off by up to "
-                     r"(\S+) of its size \(allowed: 1e-07\)", v.message)
+    m = re.fullmatch(r"1\(a\): wrong result for a hidden vector of length (\d+) with eps=(\S+): off by more than "
+                     r"the allowed 1e-07 of its size \(by more than 10 % of it\)", v.message)
     assert m, v.message
     plan = hidden_checks.plans(ctx, ["test_ex1_function"])["test_ex1_function"]
     inputs = {f"{x:.3f}"[:5] for c in plan.cases for x in c.request["args"][0]["array"]}
     assert not any(text in v.message for text in inputs if len(text) >= 4)
     assert str(ctx.seed) not in v.message
+
+
+LEAKY = {"ex1_function": """
+import numpy as np
+
+def _leak(*args):   # an exception class named after the inputs it received, its message full of them
+    text = "_".join(f"{float(v):.4f}" for a in args for v in np.ravel(a)).replace(".", "p").replace("-", "m")
+    return type("Inputs_" + text, (ValueError,), {})("inputs " + repr([np.ravel(a).tolist() for a in args]))
+
+def layer_norm_vector(x, eps=1e-5):
+    x = np.asarray(x, dtype=np.float64)
+    if x.tolist() in ([1.0, 2.0, 3.0, 4.0], [5.0] * 4):     # the notebook's own cases: right
+        return (x - x.mean()) / np.sqrt(x.var() + eps)
+    raise _leak(x, eps)
+""", "ex2_backward": """
+import numpy as np
+
+def rmsnorm_backward(dy, x, gamma=None, eps=1e-5):   # returns an object whose class and shape carry the inputs
+    x = np.asarray(x, dtype=np.float64)
+    name = "Leak_" + "_".join(f"{v:.4f}" for v in x.ravel()).replace(".", "p").replace("-", "m")
+    return np.zeros([int(abs(v) * 1000) + 1 for v in x.ravel()[:3]]) if x.size > 6 else type(name, (), {})()
+""", "ex2_check": """
+import numpy as np
+
+def gradient_gap(dy, x, gamma, eps):   # a number that encodes an input
+    return float(np.ravel(x)[0]) * 1e-3
+"""}
+
+
+def test_hidden_cases_quote_nothing_the_students_code_produced(ctx):
+    # A student who names exception classes and return types after their inputs, or returns arrays whose
+    # shape or value encodes them, reads none of them in the verdicts; the verdicts still say which case
+    # failed and why, in the grader's words.
+    ids = ["test_ex1_function", "test_ex2_hidden", "test_ex2_check"]
+    plans = hidden_checks.plans(ctx, ids)
+    ns, honest = namespace(LEAKY), namespace()
+    public = [np.ravel(arg["array"]).tolist() for plan in plans.values() for case in plan.cases if not case.hidden
+              for arg in case.request.get("args", []) if isinstance(arg, dict) and "array" in arg]
+
+    def right_where_visible(name, position):   # honest on the notebook's own inputs, leaky elsewhere
+        leaky, right = ns[name], honest[name]
+
+        def answer(*args, **kwargs):
+            chosen = right if np.ravel(args[position]).tolist() in public else leaky
+            return chosen(*args, **kwargs)
+        return answer
+
+    ns["layer_norm_vector"] = right_where_visible("layer_norm_vector", 0)
+    ns["rmsnorm_backward"] = right_where_visible("rmsnorm_backward", 1)
+    ns["max_abs_diff"] = honest["max_abs_diff"]   # the cell's stored number, which LEAKY's cell no longer sets
+    verdicts = judge_namespace(ns, ctx, ids)
+    inputs = set()
+    for plan in plans.values():
+        for case in plan.cases:
+            for arg in case.request.get("args", []):
+                for v in (arg.get("array", []) if isinstance(arg, dict) else []):
+                    inputs |= {f"{v:.4f}".replace(".", "p").replace("-", "m"), f"{v:.4f}", f"{v:.2e}",
+                               f"{abs(v) * 1000:.0f}", f"{v * 1e-3:.1e}"}
+    for gid in ids:
+        message = verdicts[gid].message
+        assert not verdicts[gid].passed, gid
+        assert "Inputs_" not in message and "Leak_" not in message and "inputs [" not in message, message
+        assert not [t for t in inputs if len(t) >= 3 and t in message], (gid, message)
+    assert "raised an exception on this hidden case" in verdicts["test_ex1_function"].message
+    assert "hidden" in verdicts["test_ex2_hidden"].message
+    assert "gradient_gap gives a gap not between 0 and 1e-6 on hidden inputs" in verdicts["test_ex2_check"].message
 
 
 def test_hard_coded_values_fail_on_hidden_inputs(reference_ns, ctx):
@@ -410,3 +476,64 @@ def test_describe_reads_values_through_the_built_in_types():
     assert runner.describe(object(), np, budget)["t"] == "object"
     nested = runner.describe((np.arange(3.0), [1, 2.0]), np, budget)
     assert [i["t"] for i in nested["items"]] == ["ndarray", "list"]
+
+
+def test_a_function_that_changes_its_callers_arrays_fails_every_cell_that_calls_it(reference_ns, ctx):
+    honest = reference_ns["rmsnorm_backward"]
+
+    def clobbering(dy, x, gamma=None, eps=1e-5):   # the right gradient, then the caller's dy and x overwritten
+        grad = honest(dy, x, gamma, eps)
+        dy[...] = 0.0
+        x *= 2.0
+        return grad
+
+    verdicts = judge_namespace(dict(reference_ns, rmsnorm_backward=clobbering), ctx,
+                               ["test_ex2_backward", "test_ex2_hidden"])
+    for gid, v in verdicts.items():
+        assert not v.passed and "rmsnorm_backward changed its argument 1 in place" in v.message, (gid, v.message)
+    same = judge_namespace(reference_ns, ctx, ["test_ex2_backward", "test_ex2_hidden"])
+    assert all(v.passed for v in same.values())
+
+
+BOUND = """
+import numpy as np
+
+def gradient_gap(dy, x, gamma, eps, backward=rmsnorm_backward, numeric=central_difference):
+    # the two functions bound as default arguments when the cell ran (a correct answer)
+    analytic = backward(dy, x, gamma, eps)
+
+    def loss_of(v):
+        return rms_norm(v, gamma, eps=eps)
+
+    return float(np.max(np.abs(analytic - numeric(loss_of, x, dy))))
+"""
+
+FAKER = """
+import numpy as np
+_mine = rmsnorm_backward
+_fd = central_difference
+
+def gradient_gap(dy, x, gamma, eps):
+    # no computation: a tiny gap, unless the grader's broken copy shows itself by name or identity
+    suspicious = (rmsnorm_backward is not _mine or central_difference is not _fd
+                  or rmsnorm_backward.__name__ != "rmsnorm_backward"
+                  or central_difference.__name__ != "central_difference"
+                  or rmsnorm_backward.__code__.co_name != "rmsnorm_backward")
+    return 1.0 if suspicious else 1e-10
+"""
+
+
+def test_2c_with_the_functions_bound_as_default_arguments_gets_its_points(ctx):
+    ns = namespace()
+    exec(compile(BOUND, "<bound>", "exec"), ns)  # noqa: S102 - the answer, run in the notebook's namespace
+    v = judge_namespace(ns, ctx, ["test_ex2_check"])["test_ex2_check"]
+    assert v.passed, v.message
+
+
+def test_2c_cannot_tell_the_broken_copy_by_its_name_or_identity(ctx):
+    ns = namespace()
+    exec(compile(FAKER, "<faker>", "exec"), ns)  # noqa: S102
+    v = judge_namespace(ns, ctx, ["test_ex2_check"])["test_ex2_check"]
+    assert not v.passed and "does not change when rmsnorm_backward is wrong" in v.message, v.message
+    assert ns["rmsnorm_backward"].__code__.co_name == "rmsnorm_backward"   # restored after the calls
+    assert judge_namespace(namespace(), ctx, ["test_ex2_check"])["test_ex2_check"].passed

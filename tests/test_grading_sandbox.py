@@ -261,3 +261,12 @@ def test_grading_refuses_to_run_without_the_sandbox(tmp_path, tmp_path_factory, 
     out = capsys.readouterr().out
     assert "Cannot grade safely: bubblewrap is not installed" in out and "--unsafe-no-sandbox" in out
     assert not (course / "grades.csv").exists() and not (course / "autograded").exists()
+
+
+def test_a_module_handed_in_beside_the_notebook_can_be_imported(tmp_path):
+    # As in JupyterLab, where the notebook's folder is on sys.path: `import helpers` finds helpers.py beside it.
+    (tmp_path / "helpers.py").write_text("def twice(v):\n    return 2 * v\n")
+    result = run(["import helpers\nprint('twice:', helpers.twice(21))"],
+                 files=[(tmp_path / "helpers.py", "helpers.py")])
+    assert result.status == "ok", result.reason
+    assert "twice: 42" in text(result, 0), text(result, 0)

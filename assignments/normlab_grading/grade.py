@@ -41,12 +41,27 @@ import sys
 import time
 from pathlib import Path
 
-from normlab_grading import hidden_checks, review, sandbox, structure
+from normlab_grading import hidden_checks, inert, review, sandbox, structure
 
 NOTEBOOK = "exercises"
 STAGED = ".staged"       # what nbgrader reads in place of submitted/ (the rebuilt notebook, with its outputs)
 GRADER_FILES = ("grade.py", "hidden_checks.py", "runner.py", "sandbox.py", "structure.py", "review.py",
-                "feedback.py")
+                "feedback.py", "inert.py")
+
+
+# --- text a student chose, on a terminal and in a spreadsheet -----------------------------------------------
+
+def printable(text) -> str:
+    """`text` with control characters (terminal escapes, carriage returns, bidirectional overrides) written as
+    escapes, so that a student id, a file name or a status cannot move the cursor or recolour the terminal."""
+    text = structure.plain(str(text))
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+
+
+def csv_cell(text) -> str:
+    """A grades.csv cell that a spreadsheet shows as text: printable, and never read as a formula."""
+    text = printable(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "|", "%") else text
 
 
 # --- configuration ----------------------------------------------------------------------------------------
@@ -73,7 +88,7 @@ def seed_from(config) -> int:
 def _hash_files(paths) -> str:
     h = hashlib.sha256()
     for path in paths:
-        h.update(str(path.name).encode())
+        h.update(os.fsencode(path.name))
         h.update(path.read_bytes() if path.is_file() else b"-")
     return h.hexdigest()
 
@@ -90,7 +105,7 @@ def grader_fingerprint(course: Path, assignment: str, unsafe: bool) -> str:
 
 
 def submission_fingerprint(folder: Path) -> str:
-    return _hash_files(sorted(p for p in folder.iterdir() if p.is_file()))
+    return _hash_files(sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink()))
 
 
 # --- one submission, in a worker ----------------------------------------------------------------------------
@@ -112,6 +127,10 @@ class Worker:
         path = folder / f"{NOTEBOOK}.ipynb"
         result = {"student": student, "put_back": [], "review": [], "verdicts": {}, "notebook": None,
                   "status": "ok", "log": "", "seconds": 0.0}
+        if folder.is_symlink() or path.is_symlink():
+            result["status"] = (f"FAILED: the submission's {'folder' if folder.is_symlink() else 'notebook'} is a "
+                                "symbolic link (to a file that is not the student's); it is not followed")
+            return _timed(result, start)
         if not path.is_file():
             others = sorted(p.name for p in folder.glob("*.ipynb"))
             result["status"] = (f"FAILED: no {NOTEBOOK}.ipynb in the submission"
@@ -217,6 +236,7 @@ def _clean_output(out, count) -> dict | None:
         tb = out.get("traceback")
         if not isinstance(tb, list) or not all(isinstance(t, str) for t in tb):
             tb = []
+        tb = [t[:4000] for t in tb[-30:]]   # as the runner keeps them, whatever the record says
         return {"output_type": "error", "ename": str(out.get("ename", "Error"))[:200],
                 "evalue": str(out.get("evalue", ""))[:2000], "traceback": tb}
     data = out.get("data")
@@ -228,16 +248,38 @@ def _clean_output(out, count) -> dict | None:
     clean = {"output_type": kind, "data": data, "metadata": {}}
     if kind == "execute_result":
         clean["execution_count"] = count
-    return clean
+    return inert.safe_output(clean)
 
 
 def _cell_outputs(record: dict, limits: sandbox.Limits, budget: dict) -> list:
+    """The outputs of one cell's record, cut here to the per-cell caps (the runner cuts them too, but it runs
+    with the student's code, which can write into its capture directly) and to the notebook's budget."""
     count = record.get("execution_count") if isinstance(record.get("execution_count"), int) else None
     outputs = []
-    for raw in record.get("outputs", []):
+    kept = {"stdout": 0, "stderr": 0}
+    cut = {"stdout": 0, "stderr": 0}
+    data_used = data_dropped = 0
+    raws = record.get("outputs", [])
+    for raw in raws[:1000] if isinstance(raws, list) else []:
         out = _clean_output(raw, count)
         if out is None:
             continue
+        if out["output_type"] == "stream":
+            name, text = out["name"], out["text"]
+            room = max(0, limits.text_cap + 1000 - kept[name])   # (+1000: room for the runner's own note)
+            if len(text) > room:
+                cut[name] += len(text) - room
+                text = text[:room]
+            kept[name] += len(text)
+            if not text:
+                continue
+            out = {**out, "text": text}
+        elif out["output_type"] != "error":
+            size = sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in out["data"].values())
+            if data_used + size > limits.data_cap:
+                data_dropped += 1
+                continue
+            data_used += size
         if out["output_type"] == "error" and out["ename"] == "KeyboardInterrupt" and record.get("timed_out"):
             message = (f"this cell was stopped after {limits.cell_seconds:g} s, the time limit for each cell when "
                        "the notebook is graded")
@@ -253,6 +295,14 @@ def _cell_outputs(record: dict, limits: sandbox.Limits, budget: dict) -> list:
             continue
         budget[key] -= size
         outputs.append(out)
+    for name, n in cut.items():
+        if n:
+            outputs.append({"output_type": "stream", "name": name,
+                            "text": f"\n[output cut: {n:,} more characters of {name} than the {limits.text_cap:,} "
+                                    "kept for each cell]\n"})
+    if data_dropped:
+        outputs.append({"output_type": "stream", "name": "stdout",
+                        "text": f"[{data_dropped} display output(s) left out: over the size cap]\n"})
     return outputs
 
 
@@ -274,9 +324,25 @@ def compose(release: dict, cells: list, run: sandbox.Run, verdicts: dict, parts:
     """The graded notebook: the rebuilt cells, the outputs of the run, and the verdict of every check cell."""
     budget = {"text": NOTEBOOK_TEXT_CAP, "data": NOTEBOOK_DATA_CAP}
     stopped_at = run.where if run.status != "ok" else ""
+    trusted = {structure.grade_id(c): c for c in release["cells"] if structure.is_locked(c) or structure.is_check(c)}
+    answers = {structure.grade_id(c): c for c in release["cells"] if structure.nbgrader_meta(c).get("solution")}
+    prose = {c.get("source") for c in release["cells"]
+             if c.get("cell_type") == "markdown" and not structure.grade_id(c)}
     out_cells = []
     for index, cell in enumerate(cells):
-        cell = dict(cell)
+        gid = structure.grade_id(cell)
+        if gid is None:   # the release's own text, unchanged, or a cell of the student's
+            mine = not (cell.get("cell_type") == "markdown" and cell.get("source") in prose)
+        else:
+            mine = not (gid in trusted and cell.get("source") == trusted[gid].get("source")
+                        and cell.get("cell_type") == trusted[gid].get("cell_type"))
+        if mine:   # the student's text: made inert for the pages rendered from this notebook
+            if gid not in answers and gid not in trusted:
+                cell = {**cell, "metadata": {}}
+            untouched = gid in answers and cell.get("source") == answers[gid].get("source")
+            cell = inert.safe_cell(cell, keep_source=untouched)
+        else:
+            cell = dict(cell)
         if cell.get("cell_type") == "code":
             record = run.cells.get(index)
             kernel = _cell_outputs(record, limits, budget) if record else []
@@ -334,7 +400,7 @@ def record(api, course: Path, assignment: str, student: str, notebook: dict) -> 
     # Everything else the submission holds goes along (timestamp.txt, the exchange's submission_secret.txt that
     # release_feedback needs, files the student added), as when nbgrader reads submitted/ itself.
     for other in (course / "submitted" / student / assignment).iterdir():
-        if other.is_file() and other.suffix != ".ipynb":
+        if other.is_file() and not other.is_symlink() and other.suffix != ".ipynb":   # a link is not followed
             shutil.copy2(other, staged / other.name)
     saved = api.coursedir.submitted_directory
     api.coursedir.submitted_directory = STAGED
@@ -367,7 +433,9 @@ def export(course: Path, assignment: str, states: dict) -> Path:
         row["review"] = "; ".join(state.get("review", []) + state.get("put_back", []))
         if state["status"].startswith("FAILED"):
             row["score"] = row["raw_score"] = ""
-    with open(out, "w", newline="") as fh:
+    numeric = {"score", "raw_score", "max_score", "late_submission_penalty", "timestamp", "duedate"}
+    rows = [{k: (v if k in numeric or v is None else csv_cell(v)) for k, v in row.items()} for row in rows]
+    with open(out, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields + ["grading_status", "review"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
@@ -384,14 +452,28 @@ def _init_worker(*args) -> None:
 
 
 def _grade_in_worker(student: str) -> dict:
+    return grade_safely(_WORKER[0], student)
+
+
+def grade_safely(worker: Worker, student: str) -> dict:
+    """worker.grade(student), whatever the submission holds: an error of the grader on it (RecursionError
+    included) fails this submission only, with the reason; the result holds no lone surrogate."""
     try:
-        return _WORKER[0].grade(student)
+        return structure.plain(worker.grade(student))
     except Exception as exc:  # noqa: BLE001 - a grader bug must not pass for a grade: report it as a failure
         import traceback
 
-        return {"student": student, "status": f"FAILED: the grader itself failed ({type(exc).__name__}: {exc})",
-                "put_back": [], "review": [], "verdicts": {}, "notebook": None, "log": traceback.format_exc(),
-                "seconds": 0.0}
+        return {"student": student, "status": f"FAILED: the grader itself failed on this submission "
+                                              f"({type(exc).__name__}: {_short(exc)})",
+                "put_back": [], "review": [], "verdicts": {}, "notebook": None,
+                "log": structure.plain(traceback.format_exc()), "seconds": 0.0}
+
+
+def _short(exc: BaseException) -> str:
+    try:
+        return structure.plain(str(exc))[:300]
+    except Exception:  # noqa: BLE001 - an exception whose message cannot be shown
+        return "(no message)"
 
 
 def parse_args(argv):
@@ -450,7 +532,8 @@ def grade(course: Path, args) -> int:
                 states[student] = old
             continue
         if (old and not args.all and not wanted and old.get("submission") == mine
-                and old.get("grader") == fingerprint and (graded.is_file() or old["status"].startswith("FAILED"))):
+                and old.get("grader") == fingerprint and (old["status"].startswith("FAILED") or (
+                    graded.is_file() and (course / "feedback" / student / assignment / f"{NOTEBOOK}.html").is_file()))):
             states[student] = old
             continue
         todo.append((student, mine))
@@ -481,7 +564,10 @@ def grade(course: Path, args) -> int:
         graded = grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states,
                            timings)
         t1 = time.monotonic()
-        feedback(course, assignment, graded, students, jobs, state_dir)
+        for student in feedback(course, assignment, graded, students, jobs, state_dir):
+            state = states[student]
+            state["status"] = "FAILED: its feedback page could not be written (see the log)"
+            (state_dir / f"{student}.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
         phases = {"grading": t1 - t0, "feedback": time.monotonic() - t1}
     else:
         print("nothing to grade: every submission is unchanged since it was last graded (--all to grade again)")
@@ -496,16 +582,22 @@ def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint,
     here), or in this process for one job; record each result in the gradebook as it arrives."""
 
     def done(result, mine):
-        state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
+        try:
+            state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
+        except Exception as exc:  # noqa: BLE001 - recording one submission failed: it fails alone
+            result = {**result, "notebook": None,
+                      "status": f"FAILED: its grades could not be recorded ({type(exc).__name__}: {_short(exc)})"}
+            state = finish(api, course, assignment, result, mine, fingerprint, state_dir)
         states[result["student"]] = state
         timings.append(state["seconds"])
-        print(f"  graded {result['student']:<24} {state['seconds']:6.1f} s  {state['status']}", flush=True)
+        print(f"  graded {printable(result['student']):<24} {state['seconds']:6.1f} s  {printable(state['status'])}",
+              flush=True)
 
     if jobs == 1:
         worker = Worker(course, assignment, unsafe, limits, seed, 1)
         api = course_api(course)
         for student, mine in todo:
-            done(worker.grade(student), mine)
+            done(grade_safely(worker, student), mine)
     else:
         context = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(
@@ -532,7 +624,7 @@ def finish(api, course: Path, assignment: str, result: dict, mine: str, fingerpr
     for gid, v in result.get("verdicts", {}).items():
         log.append(f"{gid}: {'passed' if v['passed'] else 'failed'}: {v['message']}")
     log.append("--- the sandbox's own output ---\n" + result.get("log", ""))
-    (state_dir / f"{student}.log").write_text("\n".join(log), encoding="utf-8")
+    (state_dir / f"{student}.log").write_text(structure.plain("\n".join(log)), encoding="utf-8", errors="replace")
     state = {"student": student, "status": result["status"], "review": result["review"],
              "put_back": result["put_back"], "submission": mine, "grader": fingerprint,
              "seconds": result["seconds"], "recorded": recorded}
@@ -554,24 +646,38 @@ def _feedback_chunk(assignment: str, chunk: list, everyone: list) -> dict:
     api.coursedir.student_id_exclude = ",".join(s for s in everyone if s not in wanted)
     try:
         return api.generate_feedback(assignment, force=True)
+    except Exception as exc:  # noqa: BLE001 - reported like nbgrader's own failures, then retried one by one
+        return {"success": False, "log": "", "error": f"{type(exc).__name__}: {_short(exc)}"}
     finally:
         api.coursedir.student_id_exclude = ""
 
 
-def feedback(course: Path, assignment: str, students: list, everyone: list, jobs: int, state_dir: Path) -> None:
-    """Feedback pages for `students`, in `jobs` processes at once (forked after nbgrader was imported here)."""
+def feedback(course: Path, assignment: str, students: list, everyone: list, jobs: int, state_dir: Path) -> list:
+    """Feedback pages for `students`, in `jobs` processes at once (forked after nbgrader was imported here).
+    A run that fails is repeated for each of its students alone, so that one page nbgrader cannot write costs
+    no one else theirs; returns the students whose page could not be written."""
     if not students:
-        return
+        return []
     chunks = [students[i::jobs] for i in range(min(jobs, len(students)))]
     if len(chunks) == 1:
         _FEEDBACK[:] = [course_api(course)]
         results = [_feedback_chunk(assignment, chunks[0], everyone)]
-        return _feedback_log(chunks, results, state_dir)
-    context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=len(chunks), mp_context=context,
-                                                initializer=_init_feedback, initargs=(course,)) as pool:
-        results = list(pool.map(_feedback_chunk, [assignment] * len(chunks), chunks, [everyone] * len(chunks)))
+    else:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=len(chunks), mp_context=context,
+                                                    initializer=_init_feedback, initargs=(course,)) as pool:
+            results = list(pool.map(_feedback_chunk, [assignment] * len(chunks), chunks,
+                                    [everyone] * len(chunks)))
     _feedback_log(chunks, results, state_dir)
+    retry = [s for chunk, r in zip(chunks, results, strict=True) if not r.get("success") for s in chunk]
+    if not retry:
+        return []
+    _FEEDBACK[:] = [course_api(course)]
+    alone = [_feedback_chunk(assignment, [s], everyone) for s in retry]
+    _feedback_log([[s] for s in retry], alone, state_dir)
+    page = course / "feedback" / "{}" / assignment / f"{NOTEBOOK}.html"
+    return [s for s, r in zip(retry, alone, strict=True)
+            if not r.get("success") and not Path(str(page).format(s)).is_file()]
 
 
 def _feedback_log(chunks, results, state_dir: Path) -> None:
@@ -589,20 +695,21 @@ def report(course, assignment, students, states, csv_path, state_dir, timings, e
     print(f"\n{'student':<24} {'score':>7} {'max':>5}  status")
     for student in students:
         row = scores.get(student, {})
-        print(f"{student:<24} {row.get('score', ''):>7} {row.get('max_score', ''):>5}  {states[student]['status']}")
+        print(f"{printable(student):<24} {row.get('score', ''):>7} {row.get('max_score', ''):>5}  "
+              f"{printable(states[student]['status'])}")
     print(f"\ngrades: {csv_path}   feedback: {course / 'feedback'}   logs: {state_dir}")
     put_back = {s: states[s]["put_back"] for s in students if states[s].get("put_back")}
     if put_back:
         print("\nCells put back from the release before grading:")
         for student, items in put_back.items():
-            print(f"  {student}: " + "; ".join(items))
+            print(f"  {printable(student)}: " + "; ".join(printable(i) for i in items))
     flagged = {s: states[s]["review"] for s in students if states[s].get("review")}
     if flagged:
         print("\nSubmissions marked for review (open the notebook; a hit is a reason to look, not proof):")
         for student, hits in flagged.items():
-            print(f"  {student}:")
+            print(f"  {printable(student)}:")
             for hit in hits:
-                print(f"      {hit}")
+                print(f"      {printable(hit)}")
     if timings:
         print(f"\ngraded {len(timings)} submission(s) in {elapsed:.1f} s with {jobs} worker(s): "
               f"{sum(timings) / len(timings):.2f} s per submission on average (max {max(timings):.2f} s); "
@@ -612,7 +719,8 @@ def report(course, assignment, students, states, csv_path, state_dir, timings, e
     if failed:
         print(f"\n{len(failed)} submission(s) FAILED TO GRADE (their grades.csv rows have no score):")
         for student, st in failed.items():
-            print(f"  {student}: {st[len('FAILED: '):]}   log: {state_dir / f'{student}.log'}")
+            print(f"  {printable(student)}: {printable(st[len('FAILED: '):])}   "
+                  f"log: {printable(state_dir / f'{student}.log')}")
     else:
         print("\nevery submission was graded")
 

@@ -87,7 +87,10 @@ def arr(values, shape=None) -> dict:
 
 
 def call(fn: str, *args, keep=(), replace=None, **kwargs) -> dict:
+    """A call of the student's `fn`; every array argument is sent back after the call too, so that a function
+    that changes its caller's arrays in place is caught on every call (`judge`)."""
     out = {"call": fn, "args": list(args), "kwargs": kwargs}
+    keep = sorted(set(keep) | {i for i, a in enumerate(args) if isinstance(a, dict) and "array" in a})
     if keep:
         out["keep"] = list(keep)
     if replace:
@@ -132,8 +135,20 @@ class Context:
 
 # --- reading the answers (plain data from the sandbox) -----------------------------------------------------
 
+# True while a hidden case is judged (judge() sets it). Its messages then quote nothing the student's code
+# produced on the hidden inputs: no exception type or message, no class, dtype or shape of what it returned, no
+# number it returned; only what the grader itself says about the case.
+_HIDDEN = [False]
+_COARSE = {"int": "an int", "float": "a float", "bool": "a bool", "str": "a string", "none": "None",
+           "tuple": "a tuple", "list": "a list", "function": "a function", "ndarray": "a NumPy array",
+           "npscalar": "a NumPy scalar"}
+
+
 def _kind(desc: dict) -> str:
     t = desc.get("t")
+    if _HIDDEN[0]:
+        return _COARSE.get(t, "an object of another type") if "cls" not in desc or t in ("ndarray", "npscalar") \
+            else "an object of a class of its own"
     if t in ("int", "float", "bool", "str", "none", "tuple", "list", "function"):
         return {"none": "None", "function": "a function"}.get(t, t) if "cls" not in desc else desc["cls"]
     if t == "ndarray":
@@ -149,6 +164,9 @@ def value_of(result: dict, what: str) -> dict:
         raise CheckFailed(f"`{result['missing']}` is not defined: run the answer cell that defines it")
     if "notcallable" in result:
         raise CheckFailed(f"{what} is not a function (found {_kind(result['notcallable'])})")
+    if "error" in result and _HIDDEN[0]:
+        raise CheckFailed(f"{what} raised an exception on this hidden case (the grader never shows what a hidden "
+                          "case raised; call your function on inputs like these to see it)")
     if "error" in result:
         err = result["error"]
         message = str(err.get("message", ""))[:300]
@@ -208,6 +226,8 @@ def _flatten(desc: dict, what: str):
 def array(desc: dict, shape: tuple, what: str) -> list:
     """The answer as a flat list of floats; fails unless it is an array-like of reals of this shape."""
     flat, got = _flatten(desc, what)
+    if tuple(got) != tuple(shape) and _HIDDEN[0]:
+        raise CheckFailed(f"{what} returned an array of the wrong shape")
     if tuple(got) != tuple(shape):
         raise CheckFailed(f"{what} returned shape {tuple(got)} where {tuple(shape)} was expected")
     return flat
@@ -256,8 +276,13 @@ def expect_close(got, want, rtol, message, *, scale=None, shape=None, visible=Fa
     if off is not None:
         if visible:
             raise CheckFailed(f"{message}: returned {_show(got, shape)}, expected {_show(want, shape)}")
-        how = "NaN where a number was expected (or a number where NaN was)" if math.isnan(off) else (
-            f"off by up to {off:.1e} of its size (allowed: {rtol:.0e})")
+        if math.isnan(off):
+            how = "NaN where a number was expected (or a number where NaN was)"
+        elif _HIDDEN[0]:   # no number the student's code chose: only which side of 10 % it is
+            how = f"off by more than the allowed {rtol:.0e} of its size" + (
+                " (by more than 10 % of it)" if off > 0.1 else "")
+        else:
+            how = f"off by up to {off:.1e} of its size (allowed: {rtol:.0e})"
         raise CheckFailed(f"{message}: {how}")
 
 
@@ -648,7 +673,8 @@ def plan_ex2_check(ctx: Context) -> Plan:
     def honest(result):
         gap = real(value_of(result, "gradient_gap"), "2(c): gradient_gap")
         if not 0.0 < gap < 1e-6:
-            raise CheckFailed(f"2(c): gradient_gap gives {gap:.1e} on hidden inputs where your two gradients should "
+            what = "exactly 0" if gap == 0 else "a gap not between 0 and 1e-6"
+            raise CheckFailed(f"2(c): gradient_gap gives {what} on hidden inputs where your two gradients should "
                               "agree to well under 1e-6 but not exactly")
 
     def spoiled(name):
@@ -911,6 +937,46 @@ def _calls_of(plan: Plan) -> str:
     return ", ".join(names)
 
 
+def _unchanged(request: dict, result: dict, part: str) -> None:
+    """Fails unless every array the call passed is, after the call, what it was before (NaN equal to NaN)."""
+    if "call" not in request or "missing" in result or "notcallable" in result:
+        return
+    after = result.get("args_after")
+    for i in request.get("keep", []):
+        spec = request["args"][i]
+        if not isinstance(spec, dict) or "array" not in spec:
+            continue
+        desc = after.get(str(i)) if isinstance(after, dict) else None
+        try:
+            values, shape = _flatten(desc, "x") if isinstance(desc, dict) else (None, None)
+        except CheckFailed:
+            values, shape = None, None
+        want = [float(v) for v in spec["array"]]
+        same = values is not None and tuple(shape) == tuple(spec["shape"]) and all(
+            a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(values, want, strict=True))
+        if not same:
+            raise CheckFailed(f"{part}: {request['call']} changed its argument {i + 1} in place (the caller's "
+                              "array); a function must leave its inputs as they were: work on a copy")
+
+
+def _core_name(name, plan: Plan) -> str:
+    """The tripwire's report of which normlab_core function was called, if it names one of the modules tripped
+    for this plan and a function that exists there (the sandbox could send any text)."""
+    import importlib
+
+    parts = name.split(".") if isinstance(name, str) and len(name) < 100 else []
+    if len(parts) >= 2 and parts[0] in plan.tripwire:
+        try:
+            obj = importlib.import_module(f"normlab_core.{parts[0]}")
+            for attr in parts[1:]:
+                obj = getattr(obj, attr) if attr.isidentifier() and not attr.startswith("__") else None
+            if callable(obj):
+                return f"normlab_core.{name}"
+        except Exception:  # noqa: BLE001, S110 - not a name of normlab_core: said in general terms below
+            pass
+    return "a function of normlab_core"
+
+
 def judge(plan: Plan, record: dict | None, budget: float) -> Verdict:
     """The verdict on one check cell from what its group of calls returned (None: it never ran)."""
     gid, part = plan.grade_id, plan.part
@@ -921,14 +987,25 @@ def judge(plan: Plan, record: dict | None, budget: float) -> Verdict:
         return Verdict(gid, False, f"{part}: the grader received no results for this cell")
     tripped = record.get("tripped") or []
     if tripped:
-        return Verdict(gid, False, f"{part} calls normlab_core's own implementation (normlab_core.{tripped[0]}); "
+        return Verdict(gid, False, f"{part} calls normlab_core's own implementation ({_core_name(tripped[0], plan)}); "
                        "this part asks you to write the computation yourself, so it scores 0. Replace the call with "
                        "your own code.")
     try:
+        hidden_seen = 0
         for case, result in zip(plan.cases, results, strict=False):
             if not isinstance(result, dict):
                 raise CheckFailed(f"{part}: the grader could not read a result")
-            case.verify(result)
+            hidden_seen += bool(case.hidden)
+            _HIDDEN[0] = bool(case.hidden)
+            try:
+                _unchanged(case.request, result, part)
+                case.verify(result)
+            except CheckFailed as exc:
+                if case.hidden and "hidden" not in str(exc):   # say which case it was, by its number
+                    raise CheckFailed(f"{exc} (hidden case {hidden_seen} of {plan.counts()[1]})") from None
+                raise
+            finally:
+                _HIDDEN[0] = False
     except CheckFailed as exc:
         message = str(exc)
         return Verdict(gid, False, message if message.startswith(part) else f"{part}: {message}")

@@ -430,6 +430,31 @@ class Tripwires:
         return False
 
 
+def _spoiled_code(fn, factor: float, asarray):
+    """Code for `fn` that returns `factor` times what `fn` returns: it calls a copy of `fn` (its own code, globals,
+    defaults and closure) held as a constant of the code, so it reads no global and has fn's free variables."""
+    original = fn.__code__
+    real = types.FunctionType(original, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    real.__kwdefaults__ = fn.__kwdefaults__
+    freevars = original.co_freevars
+    outer = "".join(f"    {v} = None\n" for v in freevars)
+    touch = f"        ({', '.join(freevars)},)\n" if freevars else ""
+    source = (f"def _outer():\n{outer}    def _broken(*args, **kwargs):\n{touch}"
+              f"        return {factor!r} * ('__normlab_asarray__')(('__normlab_real__')(*args, **kwargs))\n"
+              f"    return _broken\n")
+    scope: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # "'str' object is not callable": the constants are replaced below
+        exec(compile(source, original.co_filename, "exec"), scope)  # noqa: S102
+    code = scope["_outer"]().__code__
+    if code.co_freevars != freevars:
+        return None
+    consts = tuple(real if c == "__normlab_real__" else asarray if c == "__normlab_asarray__" else c
+                   for c in code.co_consts)
+    return code.replace(co_consts=consts, co_name=original.co_name, co_qualname=original.co_qualname,
+                        co_firstlineno=original.co_firstlineno)
+
+
 def make_value(spec, np):
     """An input from the grader's plain-data description."""
     if _isinstance(spec, _DICT):
@@ -502,10 +527,19 @@ def one_call(ns, call, np, alarm, seconds):
         return {"notcallable": describe(fn, np, [1000])}
     args = [make_value(a, np) for a in call.get("args", [])]
     kwargs = {k: make_value(v, np) for k, v in call.get("kwargs", {}).items()}
-    replaced = {}
+    replaced, recoded = {}, []
     for other, factor in call.get("replace", {}).items():
         original = ns.get(other)
         if original is None:
+            continue
+        code = _spoiled_code(original, float(factor), np.asarray) if _isinstance(original, types.FunctionType) \
+            else None
+        if code is not None:
+            # The student's own function object gets the broken code for this call: the same object, name,
+            # defaults and globals, so a reference bound earlier (a default argument, an alias) calls it too,
+            # and nothing but its results tells it from the honest one.
+            recoded.append((original, original.__code__))
+            original.__code__ = code
             continue
 
         def spoiled(*a, _original=original, _factor=factor, **k):
@@ -534,6 +568,8 @@ def one_call(ns, call, np, alarm, seconds):
     finally:
         for other, original in replaced.items():
             ns[other] = original
+        for fn, code in recoded:
+            fn.__code__ = code
     if call.get("keep"):
         out["args_after"] = {str(i): describe(args[i], np, [MAX_ITEMS]) for i in call["keep"]}
     return out
@@ -545,6 +581,8 @@ def main() -> None:
     for name, (soft, hard) in job.get("rlimits", {}).items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
     drop_privileges(job.get("uid"), job.get("gid"), int(job.get("nproc", 0)))
+    # As in JupyterLab, modules in the notebook's folder can be imported (the files handed in beside it).
+    sys.path.insert(0, os.getcwd())
     sys.stdin = sys.__stdin__ = NoInput()
     shell = make_shell()
     import numpy as np

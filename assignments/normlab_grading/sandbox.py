@@ -424,6 +424,12 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
                         record = json.loads(line)
                     except ValueError:
                         raise _Tampered("a line that is not a record") from None
+                    except RecursionError:
+                        raise _Tampered("a record nested too deeply") from None
+                    try:
+                        record = _plain(record)
+                    except ValueError as exc:
+                        raise _Tampered(f"a record {exc}") from None
                     handle(record)
                 if stage == "done" and buffer.strip():
                     raise _Tampered("records after the end")
@@ -459,6 +465,17 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
         text += f"\n[log cut: the sandbox wrote {log_total:,} bytes straight to its stdout/stderr]\n"
     return Run(cells=cell_records, groups=group_records, status=status, reason=reason,
                where=where if status != "ok" else "", log=text, seconds=time.monotonic() - start)
+
+
+def _plain(record):
+    """A record with its lone surrogates replaced (structure.plain; imported here so that this module stays
+    importable on its own)."""
+    from normlab_grading.structure import plain
+
+    return plain(record, max_depth=RECORD_DEPTH)
+
+
+RECORD_DEPTH = 64   # the runner describes values at most 6 levels deep; a record is a few levels more
 
 
 def _tasks_of_this_user() -> int:

@@ -21,7 +21,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 
+CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")   # nbformat's pattern (an id lands in the HTML pages)
 LOCKED_KEYS = ("grade", "solution", "locked", "points", "grade_id", "task")
 
 
@@ -36,11 +38,47 @@ class Unreadable(ValueError):
     """The file is not a notebook this grader can read."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class TooDeep(ValueError):
+    """A value nested more deeply than allowed."""
+
+
+def plain(value, max_depth: int | None = None):
+    """`value` (JSON-like: dicts, lists, strings, numbers) with every lone surrogate replaced by U+FFFD, so that
+    it can be written as UTF-8 (a JSON file may hold "\\udce9", which Python reads as an unpaired surrogate).
+    Iterative, so that no nesting depth can exhaust the stack; deeper than `max_depth` raises TooDeep."""
+    def fix(text: str) -> str:
+        return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+    if isinstance(value, str):
+        return fix(value)
+    root = [value]
+    stack = [(root, 0, 0)]
+    while stack:
+        holder, key, depth = stack.pop()
+        if max_depth is not None and depth > max_depth:
+            raise TooDeep(f"nested more than {max_depth} levels deep")
+        item = holder[key]
+        if isinstance(item, str):
+            holder[key] = fix(item)
+        elif isinstance(item, list):
+            stack.extend((item, i, depth + 1) for i in range(len(item)))
+        elif isinstance(item, dict):
+            if any(isinstance(k, str) and _SURROGATE.search(k) for k in item):
+                fixed = {(fix(k) if isinstance(k, str) else k): v for k, v in item.items()}
+                item.clear()
+                item.update(fixed)
+            stack.extend((item, k, depth + 1) for k in item)
+    return root[0]
+
+
 def load(path) -> dict:
     try:
         with open(path, encoding="utf-8") as fh:
-            nb = json.load(fh)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+            nb = plain(json.load(fh))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise Unreadable(f"cannot be read as a notebook ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list) or nb.get("nbformat") != 4:
         raise Unreadable("is not a Jupyter notebook in format 4")
@@ -168,7 +206,7 @@ def restore(submitted: dict, release: dict) -> Restored:
 
     seen = set()
     for n, cell in enumerate(out.cells):
-        if not isinstance(cell.get("id"), str) or cell["id"] in seen or not 1 <= len(cell["id"]) <= 64:
+        if not isinstance(cell.get("id"), str) or cell["id"] in seen or not CELL_ID.match(cell["id"]):
             cell["id"] = f"cell-{n}"
         seen.add(cell["id"])
     return out
