@@ -11,6 +11,7 @@ import os
 import textwrap
 from pathlib import Path
 
+from ._threads import single_blas_thread
 from .figures.style import DPI, SHARPNESS, figure_png
 
 STATIC_ENV = "NORMLAB_STATIC"
@@ -81,6 +82,7 @@ def show_source(*objs) -> None:
     display(Markdown(f"```python\n{code}\n```"))
 
 
+@single_blas_thread
 def show_figure(fig, *args, alt: str | None = None, caption: str = "", **kwargs) -> None:
     """Display a figure as PNG: a finished matplotlib Figure, or a function that draws one from `args` and
     `kwargs` and takes `narrow=True` for phones. Without alt, a plain image: the book takes its caption and alt

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._checks import check_positive_int
+from ._threads import single_blas_thread
 from .transformer import Config, evaluate, init_params, loss_and_grads
 
 BETAS = (0.9, 0.98)       # Adam's betas, as in the 2017 transformer
@@ -143,6 +144,7 @@ def held_out(cfg: Config, size: int = EVAL_SIZE) -> np.ndarray:
     return reversal_batch(np.random.default_rng(EVAL_SEED), size, cfg.seq_len, cfg.vocab)
 
 
+@single_blas_thread
 def run(cfg: Config, lr: float, steps: int = 500, warmup: float = 0.0, seed: int = 0, *, batch: int = BATCH,
         eval_every: int = EVAL_EVERY, dtype=np.float32, stop_after: int | None = None, progress=None,
         callback=None) -> Run:
@@ -151,7 +153,8 @@ def run(cfg: Config, lr: float, steps: int = 500, warmup: float = 0.0, seed: int
     `warmup` is a fraction of the steps. `stop_after` trains only that many steps of the same schedule (a
     preview of the first part of a run). `progress` shows a bar (default: only in a Jupyter kernel);
     `callback(run)` is called after each evaluation with the Run so far. An interrupt (Ctrl-C) ends training
-    early and the Run keeps what was trained (`interrupted` is then True).
+    early and the Run keeps what was trained (`interrupted` is then True). numpy's BLAS uses one thread meanwhile
+    (the matrices are too small to gain from more; normlab_core._threads).
     """
     check_positive_int(steps, "steps")
     stop = steps if stop_after is None else min(steps, check_positive_int(stop_after, "stop_after"))
@@ -297,6 +300,7 @@ def _progress_bar(steps: int, progress):
         return _NoBar()
 
 
+@single_blas_thread
 def output_change(cfg: Config, lr: float, seed: int = 0, *, batch: int = BATCH, dtype=np.float64) -> float:
     """RMS change of the held-out logits after one Adam step of size lr from the initial parameters.
 

@@ -14,8 +14,10 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .. import data
+from .._threads import single_blas_thread
 from ..display import static_mode
 from ..interactive import Choice, Explorable, Preset, Slider, number
+from ..training import BATCH
 from .style import COLORS, NARROW_IN, blank_figure, figure_png, house_style, label, panels
 
 CHANCE = math.log(16)
@@ -370,10 +372,16 @@ def _draw_run(fig, ax, train_line, eval_line, run, title):
     eval_line.set_data(run.eval_steps, run.eval_loss)
     ax.set_xlim(0, run.steps)
     ax.set_title(title, loc="left")
-    return figure_png(fig)
+    png = figure_png(fig)
+    # The axes, their limits and the title's two lines stay put from the first drawing on: keep that layout, so each
+    # redraw is one drawing instead of constrained layout's two.
+    fig.set_layout_engine("none")
+    return png
 
 
-def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, seed: int = 0, **config):
+@single_blas_thread
+def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, seed: int = 0, *, batch: int = BATCH,
+          eval_every: int | None = None, **config):
     """Train one configuration (a transformer.Config, or its fields as keywords) and draw its loss as it trains.
 
     In JupyterLab this shows a progress bar and the loss, redrawn at every held-out evaluation; interrupt the
@@ -405,8 +413,8 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
         image.value = _draw_run(fig, ax, train_line, eval_line, r,
                                 f"{name}\nstep {len(r.loss)} of {steps}, held-out accuracy {number(r.accuracy, 3)}")
 
-    result = train_run(cfg, lr, steps, warmup, seed, eval_every=max(1, steps // 25), progress=True,
-                       callback=redraw)
+    every = max(1, steps // 25) if eval_every is None else eval_every
+    result = train_run(cfg, lr, steps, warmup, seed, batch=batch, eval_every=every, progress=True, callback=redraw)
     state = ("interrupted: kept " if result.interrupted else "diverged: " if result.diverged else "finished: ")
     image.value = _draw_run(fig, ax, train_line, eval_line, result,
                             f"{name}\n{state}{len(result.loss)} steps, {result.outcome}, "

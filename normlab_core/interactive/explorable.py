@@ -19,6 +19,7 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 from PIL import Image
 
+from .._threads import one_blas_thread
 from ..figures.style import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style
 from .controls import Preset
 
@@ -106,7 +107,7 @@ class Explorable:
         text) and alt text; narrow=True draws the layout for screens up to 600 px."""
         values, inputs = self.resolve(values_and_inputs)
         key = (bool(narrow), fingerprint(inputs))
-        with LOCK:
+        with LOCK, one_blas_thread():   # small arrays: BLAS threads would only hand work back and forth
             if (drawing := self._drawings.pop(key, None)) is None:   # drawn first at these inputs' starting values
                 drawing = _Drawing(self, narrow, {**self.resolve(inputs)[0], **inputs})
             self._drawings[key] = drawing
