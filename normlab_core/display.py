@@ -7,6 +7,7 @@ import base64
 import hashlib
 import html
 import inspect
+import math
 import os
 import textwrap
 from pathlib import Path
@@ -115,6 +116,13 @@ def stage_narrow(wide: bytes, narrow: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(narrow)
     return path
+
+
+def ratio(a, b) -> float:
+    """a / b as a float, and NaN where b is 0 (there is no ratio: a notebook prints nan and says why), without an
+    exception or a warning. NaN in, NaN out."""
+    a, b = float(a), float(b)
+    return a / b if b != 0 else math.nan
 
 
 def fmt_vector(v, spec: str = "+.4f") -> str:
