@@ -7,10 +7,12 @@ import base64
 import hashlib
 import html
 import inspect
+import math
 import os
 import textwrap
 from pathlib import Path
 
+from ._threads import single_blas_thread
 from .figures.style import DPI, SHARPNESS, figure_png
 
 STATIC_ENV = "NORMLAB_STATIC"
@@ -81,6 +83,7 @@ def show_source(*objs) -> None:
     display(Markdown(f"```python\n{code}\n```"))
 
 
+@single_blas_thread
 def show_figure(fig, *args, alt: str | None = None, caption: str = "", **kwargs) -> None:
     """Display a figure as PNG: a finished matplotlib Figure, or a function that draws one from `args` and
     `kwargs` and takes `narrow=True` for phones. Without alt, a plain image: the book takes its caption and alt
@@ -113,6 +116,13 @@ def stage_narrow(wide: bytes, narrow: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(narrow)
     return path
+
+
+def ratio(a, b) -> float:
+    """a / b as a float, and NaN where b is 0 (there is no ratio: a notebook prints nan and says why), without an
+    exception or a warning. NaN in, NaN out."""
+    a, b = float(a), float(b)
+    return a / b if b != 0 else math.nan
 
 
 def fmt_vector(v, spec: str = "+.4f") -> str:

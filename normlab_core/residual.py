@@ -141,7 +141,10 @@ def _seed(x0: np.ndarray, component: int) -> np.ndarray:
 
 def stack_curves(x0, max_depth: int, placement: str, *, component: int = 0, eps: float = 1e-6,
                  sublayer=None, final_norm: bool = False, norm: str = "rms") -> tuple[np.ndarray, np.ndarray]:
-    """(|out|, exact ||d out / d x0[component]||) at depths 1..max_depth, each (max_depth,), one float64 pass."""
+    """(|out|, exact ||d out / d x0[component]||) at depths 1..max_depth, each (max_depth,), one float64 pass.
+
+    A sensitivity beyond float64's range (each layer multiplies it by up to (1 + a) / sqrt(eps) when the stream's
+    RMS is near 0) is inf from there on, or NaN where inf meets 0; no warning is raised for it."""
     x0 = as_float_array(x0, "x0")
     eps, sublayer = _options(max_depth, placement, eps, sublayer, norm)
     if not hasattr(sublayer, "jvp"):
@@ -149,10 +152,11 @@ def stack_curves(x0, max_depth: int, placement: str, *, component: int = 0, eps:
     dh = _seed(x0, component)
     h = x0.astype(np.float64)
     outs, tangents = np.empty((max_depth, h.size)), np.empty((max_depth, h.size))
-    for d in range(max_depth):
-        h, dh = _layer_jvp(h, dh, placement, sublayer, eps, norm)
-        outs[d], tangents[d] = _norm_jvp(h, dh, eps, norm) if final_norm else (h, dh)
-    return np.sqrt(np.add.reduce(outs * outs, axis=1)), np.sqrt(np.add.reduce(tangents * tangents, axis=1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for d in range(max_depth):
+            h, dh = _layer_jvp(h, dh, placement, sublayer, eps, norm)
+            outs[d], tangents[d] = _norm_jvp(h, dh, eps, norm) if final_norm else (h, dh)
+        return np.sqrt(np.add.reduce(outs * outs, axis=1)), np.sqrt(np.add.reduce(tangents * tangents, axis=1))
 
 
 def sensitivity_curve(x0, max_depth: int, placement: str, *, component: int = 0, eps: float = 1e-6,

@@ -8,13 +8,17 @@ interrupting the kernel (Ctrl-C, or the stop button) ends the run early and retu
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from ._checks import check_positive_int
+from ._threads import single_blas_thread
 from .transformer import Config, evaluate, init_params, loss_and_grads
 
 BETAS = (0.9, 0.98)       # Adam's betas, as in the 2017 transformer
@@ -25,6 +29,10 @@ EVAL_SEED = 2020          # the held-out sequences are the same for every run
 EVAL_SIZE = 256
 EVAL_EVERY = 50
 SOLVED = 0.99             # held-out token accuracy above which the task counts as solved
+MAX_STEPS = 20_000        # run() and train() refuse longer runs: at depth 12 (about 0.1 s a step on one core) that is
+                          # over half an hour already; train a longer run from a script, in pieces (stop_after)
+MAX_BATCH = 4096
+RUN_FORMAT, RUN_VERSION = "normlab-run", 1   # Run.save's JSON: its "format" and "version" fields
 GRAD_GROUPS = ("attn.wq", "attn.wk", "attn.wv", "attn.wo", "mlp.w1", "mlp.w2", "layer")
 
 
@@ -128,6 +136,64 @@ class Run:
         """"solved" (accuracy > SOLVED), "stuck" (held-out loss within 5 % of chance), "diverged" or "partial"."""
         return classify(self.final_loss, self.accuracy, self.diverged, chance_loss(self.cfg))
 
+    def save(self, path) -> Path:
+        """Write the run to `path` as JSON: {"format": "normlab-run", "version": 1, the settings, the Config's
+        fields and every recorded array}. Floats are written exactly (float64 repr); NaN and infinities, which
+        JSON lacks, as the strings "NaN", "Infinity" and "-Infinity". Returns the path."""
+        path = Path(path)
+        record = {"format": RUN_FORMAT, "version": RUN_VERSION, "config": dataclasses.asdict(self.cfg)}
+        for f in dataclasses.fields(self):
+            if f.name != "cfg":
+                value = getattr(self, f.name)
+                record[f.name] = _to_json(value.tolist() if isinstance(value, np.ndarray) else value)
+        path.write_text(json.dumps(record, allow_nan=False) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path) -> Run:
+        """The Run that save() wrote to `path` (a ValueError names the file if it is not such a run, or is of a
+        later version)."""
+        path = Path(path)
+        try:
+            record = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path} is not a saved run (not JSON: {err})") from None
+        if not isinstance(record, dict) or record.get("format") != RUN_FORMAT:
+            raise ValueError(f"{path} is not a saved run (no \"format\": \"{RUN_FORMAT}\" field)")
+        if record.get("version") != RUN_VERSION:
+            raise ValueError(f"{path} is a saved run of version {record.get('version')!r}; this normlab reads "
+                             f"version {RUN_VERSION}")
+        kwargs = {"cfg": Config(**record["config"])}
+        empty = cls(kwargs["cfg"], 0.0, 1, 0.0, 0)          # the arrays' dtypes and, when empty, their shapes
+        for f in dataclasses.fields(cls):
+            if f.name == "cfg" or f.name not in record:
+                continue
+            value, default = _from_json(record[f.name]), getattr(empty, f.name)
+            if isinstance(default, np.ndarray):
+                value = np.array(value, dtype=default.dtype)
+                if value.size == 0:
+                    value = value.reshape((0, *default.shape[1:]))
+            kwargs[f.name] = value
+        return cls(**kwargs)
+
+
+_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _to_json(v):
+    """Lists, numbers and flags for JSON, non-finite floats as the strings of _SPECIAL."""
+    if isinstance(v, list):
+        return [_to_json(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity"
+    return v
+
+
+def _from_json(v):
+    if isinstance(v, list):
+        return [_from_json(x) for x in v]
+    return _SPECIAL.get(v, v) if isinstance(v, str) else v
+
 
 def classify(final_loss: float, accuracy: float, diverged: bool, chance: float) -> str:
     """The outcome of a run from its end state: solved, stuck (at chance), diverged or partial."""
@@ -143,6 +209,27 @@ def held_out(cfg: Config, size: int = EVAL_SIZE) -> np.ndarray:
     return reversal_batch(np.random.default_rng(EVAL_SEED), size, cfg.seq_len, cfg.vocab)
 
 
+@single_blas_thread
+def check_run_arguments(cfg, lr, steps, warmup, seed, batch=BATCH, eval_every=EVAL_EVERY) -> None:
+    """Raise a TypeError or ValueError naming the first argument of a training run that is not allowed, what it got
+    and what is allowed; nothing is trained or shown before these checks pass."""
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg must be a transformer.Config, got {type(cfg).__name__} {cfg!r}")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    check_positive_int(steps, "steps")
+    if steps > MAX_STEPS:
+        raise ValueError(f"steps must be at most {MAX_STEPS} (about half an hour or more at depth 12 on one core), "
+                         f"got {steps}")
+    if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not 0 <= warmup < 1:
+        raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup!r}")
+    check_positive_int(seed, "seed", lo=0)
+    check_positive_int(batch, "batch")
+    if batch > MAX_BATCH:
+        raise ValueError(f"batch must be at most {MAX_BATCH} sequences, got {batch}")
+    check_positive_int(eval_every, "eval_every")
+
+
 def run(cfg: Config, lr: float, steps: int = 500, warmup: float = 0.0, seed: int = 0, *, batch: int = BATCH,
         eval_every: int = EVAL_EVERY, dtype=np.float32, stop_after: int | None = None, progress=None,
         callback=None) -> Run:
@@ -151,15 +238,11 @@ def run(cfg: Config, lr: float, steps: int = 500, warmup: float = 0.0, seed: int
     `warmup` is a fraction of the steps. `stop_after` trains only that many steps of the same schedule (a
     preview of the first part of a run). `progress` shows a bar (default: only in a Jupyter kernel);
     `callback(run)` is called after each evaluation with the Run so far. An interrupt (Ctrl-C) ends training
-    early and the Run keeps what was trained (`interrupted` is then True).
+    early and the Run keeps what was trained (`interrupted` is then True). numpy's BLAS uses one thread meanwhile
+    (the matrices are too small to gain from more; normlab_core._threads).
     """
-    check_positive_int(steps, "steps")
+    check_run_arguments(cfg, lr, steps, warmup, seed, batch, eval_every)
     stop = steps if stop_after is None else min(steps, check_positive_int(stop_after, "stop_after"))
-    check_positive_int(eval_every, "eval_every")
-    if not 0 <= warmup < 1:
-        raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup!r}")
-    if not (isinstance(lr, (int, float)) and lr > 0 and math.isfinite(lr)):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
     params = init_params(cfg, seed, dtype)
     opt = Adam(params)
     data_rng = np.random.default_rng([seed, 1])
@@ -297,6 +380,7 @@ def _progress_bar(steps: int, progress):
         return _NoBar()
 
 
+@single_blas_thread
 def output_change(cfg: Config, lr: float, seed: int = 0, *, batch: int = BATCH, dtype=np.float64) -> float:
     """RMS change of the held-out logits after one Adam step of size lr from the initial parameters.
 

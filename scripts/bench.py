@@ -5,6 +5,7 @@ Writes _build/bench/results.json and prints a table. Every figure is a median ov
 Nothing here is asserted: the goals are reported as met or missed, with the reason where one is known.
 
     MPLBACKEND=Agg .venv/bin/python -m scripts.bench [--only NAME ...] [--skip-fd] [--repeats N] [--training-only]
+        [--lab-training-only]
 """
 
 from __future__ import annotations
@@ -405,24 +406,35 @@ def _training_step_times(depth: int, dtype: str, repeats: int) -> dict:
             "matmuls_expected": 24 * depth + 3}
 
 
-def _training_worker(repeats: int) -> dict:
+# The run the lab bench times both ways: post-norm, depth 12, 500 steps, peak lr 3e-3, 15 % warm-up, seed 0.
+LAB_RUN = {"config": {"depth": 12, "placement": "post"}, "lr": 3e-3, "steps": 500, "warmup": 0.15, "seed": 0}
+
+
+def _training_worker(repeats: int, only_experiments_run: bool = False) -> dict:
     """Runs in a fresh process with one BLAS thread and the allocator settings of `make experiments`: step
-    timings, and a whole 500-step run at depth 12."""
+    timings and a whole 500-step run at depth 12, or (only_experiments_run) LAB_RUN exactly as `make experiments`
+    runs a job."""
     from normlab_core.training import run
     from normlab_core.transformer import Config
-    from scripts.experiments import tune_allocator
+    from scripts import experiments
 
-    tune_allocator()
-
-    steps = [_training_step_times(d, dt, repeats) for dt in ("float32", "float64") for d in (6, 12, 24)]
+    experiments.tune_allocator()
+    out = {}
+    if not only_experiments_run:
+        out["steps"] = [_training_step_times(d, dt, repeats) for dt in ("float32", "float64") for d in (6, 12, 24)]
+        t0 = time.perf_counter()
+        r = run(Config(depth=12, placement="post"), 3e-3, 500, 0.15, 0, progress=False)
+        return {**out, "run_500_depth12_s": round(time.perf_counter() - t0, 2), "run_outcome": r.outcome}
+    assert LAB_RUN["steps"] == experiments.STEPS
+    job = {"kind": "train", **{k: v for k, v in LAB_RUN.items() if k != "steps"}}
     t0 = time.perf_counter()
-    r = run(Config(depth=12, placement="post"), 3e-3, 500, 0.15, 0, progress=False)
-    return {"steps": steps, "run_500_depth12_s": round(time.perf_counter() - t0, 2), "run_outcome": r.outcome}
+    rec = experiments.run_job(job)
+    return {"s": round(time.perf_counter() - t0, 2), "outcome": rec["outcome"], "final_loss": rec["final_loss"],
+            "eval_every": experiments.EVAL_EVERY}
 
 
-def bench_training(repeats: int = 15) -> dict:
-    """The training lab on one core: step timings at depths 6, 12 and 24 (split into matrix products and everything
-    else), a 500-step depth-12 run, and the wall time `make experiments` needs at these speeds on two cores."""
+def _experiments_worker(repeats: int, only_experiments_run: bool = False) -> dict:
+    """_training_worker in a fresh process started as `make experiments` starts its workers (one BLAS thread)."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -430,13 +442,19 @@ def bench_training(repeats: int = 15) -> dict:
     os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")   # read by numpy in the fresh process
     try:
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-            res = pool.submit(_training_worker, repeats).result()
+            return pool.submit(_training_worker, repeats, only_experiments_run).result()
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def bench_training(repeats: int = 15) -> dict:
+    """The training lab on one core: step timings at depths 6, 12 and 24 (split into matrix products and everything
+    else), a 500-step depth-12 run, and the wall time `make experiments` needs at these speeds on two cores."""
+    res = _experiments_worker(repeats)
     from scripts import experiments
 
     per_layer_run = res["run_500_depth12_s"] / 12     # a whole run per layer, its evaluations included
@@ -445,6 +463,128 @@ def bench_training(repeats: int = 15) -> dict:
     res["experiments_estimate_min"] = round(work / 2 / 60, 1)
     res["command"] = "make bench  (or: MPLBACKEND=Agg .venv/bin/python -m scripts.bench --training-only)"
     return res
+
+
+# -- the training lab in a learner's JupyterLab kernel ----------------------------------------------------------------
+
+LAB_GOAL_RATIO = 1.2     # train() in a `make lab` kernel against the same run in `make experiments`
+
+# Sent to the kernel: BLAS's threads as the kernel started, then LAB_RUN through the learner's train() (its progress
+# bar and live figure included; `extra`: more arguments of train()), then one line of JSON.
+LAB_CODE = """
+import json, time
+import numpy
+from threadpoolctl import threadpool_info
+threads = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+from normlab_core.figures.s11_does_it_train import train
+t0 = time.perf_counter()
+r = train(lr={lr!r}, steps={steps!r}, warmup={warmup!r}, seed={seed!r}, **{config!r}, **{extra!r})
+seconds = time.perf_counter() - t0
+print("NORMLAB-BENCH " + json.dumps({{"s": round(seconds, 2), "outcome": r.outcome, "final_loss": r.final_loss,
+      "blas_threads_at_start": threads, "steps_done": len(r.loss)}}))
+"""
+
+
+def _kernel_execute(server, kernel_id: str, code: str, timeout: float) -> str:
+    """Run `code` in a kernel of `server` over its websocket, as JupyterLab's front end does; returns its stdout
+    (raises with the traceback on an error)."""
+    import uuid
+
+    import websocket  # websocket-client, a dependency of JupyterLab's own tooling
+
+    ws = websocket.create_connection(f"ws://127.0.0.1:{server.port}/api/kernels/{kernel_id}/channels"
+                                     f"?token={server.token}", timeout=timeout)
+    try:
+        msg_id, session = uuid.uuid4().hex, uuid.uuid4().hex
+        ws.send(json.dumps({
+            "header": {"msg_id": msg_id, "username": "bench", "session": session, "msg_type": "execute_request",
+                       "version": "5.3", "date": ""},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": True}}))
+        out, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            opcode, data = ws.recv_data()
+            if opcode != websocket.ABNF.OPCODE_TEXT:   # messages with buffers (widget images) come as binary frames
+                continue
+            msg = json.loads(data)
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["header"]["msg_type"]
+            if kind == "stream" and msg["content"]["name"] == "stdout":
+                out.append(msg["content"]["text"])
+            elif kind == "error":
+                raise RuntimeError("\n".join(msg["content"]["traceback"]))
+            elif kind == "execute_reply":
+                return "".join(out)
+        raise TimeoutError(f"the kernel did not finish in {timeout:.0f} s")
+    finally:
+        ws.close()
+
+
+def _lab_kernel_runs(variants: dict, timeout: float = 1800.0) -> dict:
+    """LAB_RUN through train(**extra) for each name -> extra of `variants`, one after the other in one kernel of a
+    private JupyterLab started with `make lab`'s learner configuration (scripts/lab.py's lab_env: lab/learner first
+    on JUPYTER_CONFIG_PATH), the kernel started over the REST API as JupyterLab starts one for a notebook, with none
+    of the thread variables `make experiments` sets."""
+    import sys
+    import urllib.request
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from lab_support import LabServer  # the JupyterLab tests' server (a temporary root, no browser)
+
+    server = LabServer(notebooks=[])
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        server.env.pop(k, None)           # a learner's shell need not set them
+    with server:
+        req = urllib.request.Request(server.url("api/kernels"), data=json.dumps({"name": "python3"}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=60) as r:
+            kernel = json.loads(r.read())
+        res = {}
+        for name, extra in variants.items():
+            out = _kernel_execute(server, kernel["id"], LAB_CODE.format(**LAB_RUN, extra=extra), timeout)
+            line = next(x for x in out.splitlines() if x.startswith("NORMLAB-BENCH "))
+            res[name] = {**json.loads(line.split(" ", 1)[1]), "train_arguments": extra}
+    return res
+
+
+def bench_lab_training() -> dict:
+    """LAB_RUN as `make experiments` runs it (a fresh process, one BLAS thread, its allocator settings), then through
+    train() in a `make lab` kernel twice: with make experiments' held-out schedule (the same run: the goal's ratio,
+    <= LAB_GOAL_RATIO) and with train()'s own (a held-out evaluation and a redraw 25 times per run)."""
+    from scripts import experiments
+
+    load = [os.getloadavg()[0]]
+    ref = _experiments_worker(0, only_experiments_run=True)
+    load.append(os.getloadavg()[0])
+    lab = _lab_kernel_runs({"same_schedule": {"eval_every": experiments.EVAL_EVERY}, "train_default": {}})
+    load.append(os.getloadavg()[0])
+    out = {"run": LAB_RUN, "experiments": ref, "lab_kernel": lab, "goal": LAB_GOAL_RATIO, "load_avg": load}
+    for r in lab.values():
+        r["ratio"] = round(r["s"] / ref["s"], 3)
+        r["same_result"] = abs(r["final_loss"] - ref["final_loss"]) <= 1e-4 * abs(ref["final_loss"])
+    out["ratio"] = lab["same_schedule"]["ratio"]
+    out["meets_goal"] = out["ratio"] <= LAB_GOAL_RATIO
+    return out
+
+
+def print_lab_training(t: dict) -> None:
+    r, e, k = t["run"], t["experiments"], t["lab_kernel"]
+    print(f"\ntrain() in a make-lab kernel against make experiments: {r['config']['placement']}-norm, depth "
+          f"{r['config']['depth']}, {r['steps']} steps, lr {r['lr']:g}, warm-up {r['warmup']:.0%}, seed {r['seed']}; "
+          f"load average {t['load_avg'][0]:.1f} / {t['load_avg'][1]:.1f} / {t['load_avg'][2]:.1f} (start, between, "
+          "end)")
+    print(f"  make experiments' way (one BLAS thread by environment, held-out every {e['eval_every']} steps): "
+          f"{e['s']:.1f} s, {e['outcome']}, final held-out loss {e['final_loss']}")
+    words = {"same_schedule": f"held-out every {e['eval_every']} steps as there",
+             "train_default": "train()'s own schedule, 25 held-out evaluations and redraws"}
+    for name, r in k.items():
+        goal = f", goal <= {t['goal']:g}x: {_flag(r['ratio'] <= t['goal'])}" if name == "same_schedule" else ""
+        print(f"  train() in a make-lab kernel, {words[name]} (BLAS threads at the kernel's start: "
+              f"{r['blas_threads_at_start']}; live figure and progress bar): {r['s']:.1f} s, {r['outcome']}, final "
+              f"held-out loss {r['final_loss']:.5g}: {r['ratio']:.2f}x{goal}"
+              f"{'' if r['same_result'] else '  (this run ended differently!)'}")
 
 
 def print_training(t: dict, load_start, load_end) -> None:
@@ -474,7 +614,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeats", type=int, default=9, help="repeats of the throughput and curve timings")
     ap.add_argument("--naive-max", type=int, default=12, help="naive frames per explorable (spread over the sweep)")
     ap.add_argument("--training-only", action="store_true", help="only the training lab's step and run timings")
+    ap.add_argument("--lab-training-only", action="store_true",
+                    help="only train() in a make-lab kernel against the same run in make experiments")
     args = ap.parse_args(argv)
+    if args.lab_training_only:
+        res = {"lab_training": bench_lab_training()}
+        print_lab_training(res["lab_training"])
+        return res
     if args.training_only:
         res = {"load_avg_start": os.getloadavg(), "training": bench_training()}
         res["load_avg_end"] = os.getloadavg()
@@ -515,11 +661,19 @@ def main(argv=None) -> dict:
     res["static_site"] = bench_site(Path("_build/html"))
     training_load = os.getloadavg()
     res["training"] = bench_training()
+    try:
+        res["lab_training"] = bench_lab_training()
+    except Exception as err:  # noqa: BLE001 - a server that would not start must not hide the other numbers
+        res["lab_training"] = {"error": f"{type(err).__name__}: {err}"}
     res["load_avg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2) + "\n")
     print_table(res)
     print_training(res["training"], training_load, res["load_avg_end"])
+    if "error" in res["lab_training"]:
+        print(f"\ntrain() in a make-lab kernel: ERROR {res['lab_training']['error']}")
+    else:
+        print_lab_training(res["lab_training"])
     return res
 
 

@@ -30,7 +30,8 @@ def setup(fig, *, narrow, x0):
         (art[f"r_{p}"],) = ax_r.plot(depths[1:], depths[1:] * 0 + 1.0, color=COLORS[p])
         (art[f"nm_{p}"],) = ax_n.plot([0], [1], "o", color=COLORS[p], ms=6, clip_on=False)
         (art[f"rm_{p}"],) = ax_r.plot([1], [1], "o", color=COLORS[p], ms=6, clip_on=False)
-    low = min(float(np.sqrt(np.sum(x0 * x0))), np.sqrt(x0.size)) / 3
+    start = float(np.sqrt(np.sum(x0 * x0)))
+    low = (min(start, np.sqrt(x0.size)) if start > 0 else 0.1) / 3     # x0 = 0: the first layer adds 0.1 per entry
     ax_n.set_yscale("log")
     ax_n.set_xlim(-0.5, MAX_DEPTH)
     ax_n.set_ylim(10.0 ** np.floor(np.log10(low)), TOP)
@@ -46,8 +47,9 @@ def setup(fig, *, narrow, x0):
 
 def update(art, *, depth, gain, x0):
     data = magnitudes(x0, gain)
-    ratios = {p: data[p][1:] / data[p][:-1] for p in PLACEMENTS}
-    top = max(2.2, float(max(r.max() for r in ratios.values())) * 1.08)
+    ratios = {p: growth_factors(data[p]) for p in PLACEMENTS}
+    finite = [float(np.max(r[np.isfinite(r)])) for r in ratios.values() if np.isfinite(r).any()]
+    top = max([2.2] + [1.08 * v for v in finite])
     art["ax_r"].set_ylim(0.3 if top <= 2.2 else 0.0, top)
     out = {}
     for p, name in PLACEMENTS.items():
@@ -57,10 +59,14 @@ def update(art, *, depth, gain, x0):
         art[f"nm_{p}"].set_data([depth], [min(norms[depth], TOP)])
         art[f"rm_{p}"].set_data([at], [ratio[at - 1]])
         layer = f"layer {depth} multiplied it by" if depth else "layer 1 multiplies it by"
-        out[name] = f"|h| = {number(norms[depth])}; {layer} {number(ratio[at - 1], 5)}"
+        factor = (number(ratio[at - 1], 5) if np.isfinite(ratio[at - 1]) else
+                  "nothing: |h| was 0 before it, so there is no growth factor")
+        out[name] = f"|h| = {number(norms[depth])}; {layer} {factor}"
     art["vline_n"].set_xdata([depth, depth])
     art["vline_r"].set_xdata([max(depth, 1)] * 2)
-    out["input |x0|"] = number(data["none"][0])
+    out["input |x0|"] = number(data["none"][0]) + (
+        ": the stream starts at 0 and the first layer adds only the bias 0.1 to each entry; its growth factor "
+        "(the ratio of two sizes, the first 0) is not defined and is not drawn" if data["none"][0] == 0 else "")
     over = data["none"][depth] > TOP
     alt = (f"Two panels against depth 0 to {MAX_DEPTH} for a residual stack with sublayer F(v) = {number(gain)} v + "
            f"0.1 on the input {_vector(x0)}. At depth {depth} (dashed line) the magnitude is "
@@ -69,6 +75,14 @@ def update(art, *, depth, gain, x0):
            f"the right panel shows each layer's growth factor, {number(ratios['none'][max(depth, 1) - 1], 3)} "
            "for the unnormalized sum there.")
     return out, alt
+
+
+def growth_factors(norms: np.ndarray) -> np.ndarray:
+    """|h_l| / |h_(l-1)| for l = 1.., NaN where |h_(l-1)| is 0 (no factor takes 0 to a nonzero size)."""
+    before, after = norms[:-1], norms[1:]
+    out = np.full(after.shape, np.nan)
+    np.divide(after, before, out=out, where=before > 0)
+    return out
 
 
 def _vector(x) -> str:

@@ -110,9 +110,17 @@ EPS_FAMILY = (1e-8, 1e-5, 1e-2, 1.0)
 SPREAD_YLIM = (1e-7, 3.0)
 
 
+def unit_shape(x) -> np.ndarray:
+    """x's deviations from its mean scaled to standard deviation 1; a constant x has no shape of its own, so it
+    gets the pattern +1, -1, +1, ... (also of std 1 for an even length, close to 1 otherwise)."""
+    if not np.ptp(x) > 0:      # (not x.std(): the mean of equal numbers may round, leaving a std of 1e-16)
+        return np.resize([1.0, -1.0], x.size)
+    return (x - x.mean()) / x.std()
+
+
 def spread_curve(x, eps: float) -> np.ndarray:
     """Output standard deviation of LayerNorm (gamma 1, beta 0) for inputs shaped like x with std SPREADS."""
-    shape = (x - x.mean()) / x.std()
+    shape = unit_shape(x)
     return np.sqrt(mean_var(layer_norm(x.mean() + SPREADS[:, None] * shape[None, :], eps=eps))[1])
 
 
@@ -137,7 +145,7 @@ def spread_setup(fig, *, narrow, x):
 
 def spread_update(art, *, spread, eps, x):
     art["cur"].set_ydata(np.clip(spread_curve(x, eps), *SPREAD_YLIM))
-    shape = (x - x.mean()) / x.std()
+    shape = unit_shape(x)
     out_std = math.sqrt(float(mean_var(layer_norm(x.mean() + spread * shape, eps=eps))[1]))
     art["dot"].set_data([spread], [max(out_std, SPREAD_YLIM[0])])
     root = math.sqrt(eps)
@@ -151,6 +159,9 @@ def spread_update(art, *, spread, eps, x):
         "sqrt(eps)": number(root, 3) + ("  (eps = 0: any spread, however tiny, is blown up to std 1)" if eps == 0
                                         else ""),
     }
+    if not np.ptp(x) > 0:
+        out["your x"] = ("constant: it has no spread or shape of its own, so the curves scale the pattern +1, -1, "
+                         "+1, ... instead")
     where = "above" if spread > root else "below"
     alt = (f"Log-log plot of LayerNorm's output standard deviation against the input's standard deviation (1e-6 to "
            f"100) for epsilon 1e-8, 1e-5, 1e-2 and 1 (faint) and epsilon {number(eps)} (bold). At input std "
@@ -233,7 +244,8 @@ def entries() -> list:
                    controls={"spread": Slider([1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 1.708, 10.0, 100.0], 1.708,
                                               label="input standard deviation", free=(1e-6, 100.0)),
                              "eps": eps},
-                   inputs={"x": x}, start=lambda x: {"spread": float(x.std())}, setup=spread_setup,
+                   inputs={"x": x}, setup=spread_setup,
+                   start=lambda x: {"spread": min(max(float(x.std()), 1e-6), 100.0)},   # (a constant x: 1e-6)
                    update=spread_update, presets=SPREAD_PRESETS,
                    narrow=(3.3, 4.2)),
     ]

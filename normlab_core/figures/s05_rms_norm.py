@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ..display import ratio
 from ..examples import VECTOR_A
 from ..interactive import Explorable, Preset, Slider, number, scalar, vector
 from ..norms import layer_norm, rms_norm
@@ -19,7 +18,16 @@ STD_LIM = (1e-3, 3.0)
 def output_std(offsets, shape, eps: float) -> tuple[np.ndarray, np.ndarray]:
     """Standard deviation of the LayerNorm and RMSNorm outputs of offset + shape, per offset (float64)."""
     rows = np.asarray(offsets, dtype=np.float64)[:, None] + shape[None, :]
-    return (np.sqrt(mean_var(layer_norm(rows, eps=eps))[1]), np.sqrt(mean_var(rms_norm(rows, eps=eps))[1]))
+    return tuple(_std(norm(rows, eps=eps)) for norm in (layer_norm, rms_norm))
+
+
+def _std(y: np.ndarray) -> np.ndarray:
+    """Standard deviation of each row of y (NaN for a row with NaN: a constant row normalized with eps = 0)."""
+    out = np.full(y.shape[:-1], np.nan)
+    rows = np.all(np.isfinite(y), axis=-1)
+    if rows.any():
+        out[rows] = np.sqrt(mean_var(y[rows])[1])
+    return out
 
 
 def setup(fig, *, narrow, x, eps):
@@ -30,7 +38,8 @@ def setup(fig, *, narrow, x, eps):
     ax_y.axhline(0, color="0.6", lw=0.8)
     for level in (-1, 1):
         ax_y.axhline(level, color=COLORS["rms_norm"], lw=0.8, ls=":")
-    top = 1.2 * float(np.abs(shape / shape.std()).max())
+    std = float(shape.std())
+    top = 1.2 * float(np.abs(shape / std).max()) if std > 0 else 1.2   # a constant x: its outputs are 0 or ±1
     ax_y.set_ylim(-top - 0.6, top)
     ax_y.set_xlim(-0.3, x.size - 0.7)
     ax_y.set_xticks(idx if x.size <= 12 else idx[::max(1, x.size // 8)])
@@ -56,7 +65,7 @@ def update(art, *, offset, x, eps):
     y_ln, y_rms = layer_norm(v, eps=eps), rms_norm(v, eps=eps)
     art["ln"].set_ydata(y_ln)
     art["rms"].set_ydata(y_rms)
-    s_ln, s_rms = (math.sqrt(float(mean_var(y)[1])) for y in (y_ln, y_rms))
+    s_ln, s_rms = (float(_std(y)) for y in (y_ln, y_rms))
     shown = min(max(offset, OFFSETS[0]), OFFSETS[-1])
     art["d_ln"].set_data([shown], [s_ln])
     art["d_rms"].set_data([shown], [max(s_rms, STD_LIM[0])])
@@ -68,13 +77,16 @@ def update(art, *, offset, x, eps):
         "RMSNorm output": f"from {y_rms.min():+.4f} to {y_rms.max():+.4f}, std {number(s_rms)}, mean "
                           f"{y_rms.mean():+.4f}",
         "rms² = mean² + var": f"{number(ms, 6)} = {number(mean * mean, 6)} + {number(var, 6)} (the mean's share: "
-                              f"{mean * mean / ms:.2%})",
-        "RMSNorm std / LayerNorm std": number(s_rms / s_ln),
+                              f"{ratio(mean * mean, ms):.2%})",
+        "RMSNorm std / LayerNorm std": number(ratio(s_rms, s_ln)),
     }
+    if not var > 0:
+        out["your x"] = ("constant: LayerNorm has no spread to keep (its output is 0, or 0/0 = NaN with eps = 0) and "
+                         "neither has RMSNorm (every output is the same), so the ratio of their spreads is not defined")
     alt = (f"Left: LayerNorm and RMSNorm outputs of the {v.size} values {number(offset)} + the input's deviations; "
            f"LayerNorm's run from {y_ln.min():+.2f} to {y_ln.max():+.2f}, RMSNorm's from {y_rms.min():+.2f} to "
            f"{y_rms.max():+.2f}. Right: the standard deviation of each output against the offset, -50 to 200, on a "
-           f"log axis; at offset {number(offset)} RMSNorm keeps {number(s_rms / s_ln, 3)} of LayerNorm's spread.")
+           f"log axis; at offset {number(offset)} RMSNorm keeps {number(ratio(s_rms, s_ln), 3)} of LayerNorm's spread.")
     return out, alt
 
 

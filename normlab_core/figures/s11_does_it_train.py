@@ -4,6 +4,7 @@ draws its loss while it trains."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import textwrap
 
@@ -14,8 +15,10 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .. import data
+from .._threads import single_blas_thread
 from ..display import static_mode
 from ..interactive import Choice, Explorable, Preset, Slider, number
+from ..training import BATCH, check_run_arguments
 from .style import COLORS, NARROW_IN, blank_figure, figure_png, house_style, label, panels
 
 CHANCE = math.log(16)
@@ -370,14 +373,22 @@ def _draw_run(fig, ax, train_line, eval_line, run, title):
     eval_line.set_data(run.eval_steps, run.eval_loss)
     ax.set_xlim(0, run.steps)
     ax.set_title(title, loc="left")
-    return figure_png(fig)
+    png = figure_png(fig)
+    # The axes, their limits and the title's two lines stay put from the first drawing on: keep that layout, so each
+    # redraw is one drawing instead of constrained layout's two.
+    fig.set_layout_engine("none")
+    return png
 
 
-def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, seed: int = 0, **config):
+@single_blas_thread
+def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, seed: int = 0, *, batch: int = BATCH,
+          eval_every: int | None = None, **config):
     """Train one configuration (a transformer.Config, or its fields as keywords) and draw its loss as it trains.
 
-    In JupyterLab this shows a progress bar and the loss, redrawn at every held-out evaluation; interrupt the
-    kernel to stop early and keep the Run. In the static book nothing is trained: the stored runs of that
+    In JupyterLab this shows a progress bar and the loss, redrawn at every held-out evaluation (every `eval_every`
+    steps, by default 25 times per run); interrupt the kernel to stop early and keep the Run. Every argument is
+    checked before anything is shown: steps at most training.MAX_STEPS, seed a whole number >= 0, keywords only
+    Config's fields; `batch` sequences per step. In the static book nothing is trained: the stored runs of that
     configuration are drawn instead (if `make experiments` stored it). Returns the Run (None in the book).
     """
     from IPython.display import HTML, display
@@ -385,10 +396,16 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
     from ..training import run as train_run
     from ..transformer import Config
 
+    fields = [f.name for f in dataclasses.fields(Config)]
     if cfg is None:
+        if unknown := sorted(set(config) - set(fields)):
+            raise TypeError(f"train() takes no argument {', '.join(map(repr, unknown))}: it takes lr, steps, warmup, "
+                            f"seed, batch and eval_every, and the model's Config fields {', '.join(fields)}")
         cfg = Config(**{"depth": 6, **config})
     elif config:
         raise TypeError("pass either a Config or its fields as keywords, not both")
+    every = max(1, steps // 25) if eval_every is None and isinstance(steps, int) else eval_every
+    check_run_arguments(cfg, lr, steps, warmup, seed, batch, every)   # before anything is shown or trained
     extras = [cfg.norm] + [k for k in ("qk_norm", "deepnorm") if getattr(cfg, k)]
     name = (f"{PLACEMENT_NAMES.get(cfg.placement, cfg.placement)}, depth {cfg.depth}, {', '.join(extras)}, "
             f"lr {number(lr)}, warm-up {warmup:.0%}, seed {seed}")
@@ -405,8 +422,7 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
         image.value = _draw_run(fig, ax, train_line, eval_line, r,
                                 f"{name}\nstep {len(r.loss)} of {steps}, held-out accuracy {number(r.accuracy, 3)}")
 
-    result = train_run(cfg, lr, steps, warmup, seed, eval_every=max(1, steps // 25), progress=True,
-                       callback=redraw)
+    result = train_run(cfg, lr, steps, warmup, seed, batch=batch, eval_every=every, progress=True, callback=redraw)
     state = ("interrupted: kept " if result.interrupted else "diverged: " if result.diverged else "finished: ")
     image.value = _draw_run(fig, ax, train_line, eval_line, result,
                             f"{name}\n{state}{len(result.loss)} steps, {result.outcome}, "

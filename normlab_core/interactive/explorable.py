@@ -19,8 +19,9 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 from PIL import Image
 
+from .._threads import one_blas_thread
 from ..figures.style import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style
-from .controls import Preset
+from .controls import Preset, Slider
 
 Frame = namedtuple("Frame", "png readouts alt")
 LOCK = threading.RLock()   # matplotlib's fonts are shared by all figures and not thread-safe
@@ -64,7 +65,7 @@ class Explorable:
         """Every control's starting value: its default or, for inputs other than the defaults, what `start` gives."""
         out, given = {k: c.value for k, c in self.controls.items()}, self._inputs(inputs)
         if self._start and fingerprint(given) != fingerprint(self._inputs({})):
-            out.update(self._start(**given))
+            out.update({k: _fit(self.controls[k], v) for k, v in self._start(**given).items()})
         return out
 
     def _inputs(self, given: dict) -> dict:
@@ -106,7 +107,7 @@ class Explorable:
         text) and alt text; narrow=True draws the layout for screens up to 600 px."""
         values, inputs = self.resolve(values_and_inputs)
         key = (bool(narrow), fingerprint(inputs))
-        with LOCK:
+        with LOCK, one_blas_thread():   # small arrays: BLAS threads would only hand work back and forth
             if (drawing := self._drawings.pop(key, None)) is None:   # drawn first at these inputs' starting values
                 drawing = _Drawing(self, narrow, {**self.resolve(inputs)[0], **inputs})
             self._drawings[key] = drawing
@@ -117,6 +118,22 @@ class Explorable:
     def figure(self, *, narrow: bool = False, **inputs):
         """The matplotlib Figure as last drawn for this layout and these inputs (for tests that read it)."""
         return self._drawings[(bool(narrow), fingerprint(self.resolve(inputs)[1]))].fig
+
+
+def _fit(control, v):
+    """A starting value computed from a learner's inputs, moved into what the control takes: a number beyond a
+    slider's range goes to its nearer end (or the nearest stop), anything else it cannot take (a NaN) to the
+    control's default. A learner's input never stops the explorable from being drawn."""
+    if control.take(v) is not None:
+        return v
+    if isinstance(control, Slider) and isinstance(v, (int, float, np.number)) and math.isfinite(v):
+        if control.free is not None:
+            near = min(max(float(v), control.free[0]), control.free[1])
+            near = int(round(near)) if control.integer else near
+            if control.take(near) is not None:
+                return near
+        return min(control.stops, key=lambda s: abs(s - v))
+    return control.value
 
 
 def fingerprint(inputs: dict) -> str:
