@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._checks import check_positive_int
+from .outcome import label
 from .transformer import Config, evaluate, init_params, loss_and_grads
 
 BETAS = (0.9, 0.98)       # Adam's betas, as in the 2017 transformer
@@ -24,7 +25,6 @@ BATCH = 32
 EVAL_SEED = 2020          # the held-out sequences are the same for every run
 EVAL_SIZE = 256
 EVAL_EVERY = 50
-SOLVED = 0.99             # held-out token accuracy above which the task counts as solved
 GRAD_GROUPS = ("attn.wq", "attn.wk", "attn.wv", "attn.wo", "mlp.w1", "mlp.w2", "layer")
 
 
@@ -125,17 +125,9 @@ class Run:
 
     @property
     def outcome(self) -> str:
-        """"solved" (accuracy > SOLVED), "stuck" (held-out loss within 5 % of chance), "diverged" or "partial"."""
-        return classify(self.final_loss, self.accuracy, self.diverged, chance_loss(self.cfg))
-
-
-def classify(final_loss: float, accuracy: float, diverged: bool, chance: float) -> str:
-    """The outcome of a run from its end state: solved, stuck (at chance), diverged or partial."""
-    if diverged or not math.isfinite(final_loss):
-        return "diverged"
-    if accuracy > SOLVED:
-        return "solved"
-    return "stuck" if final_loss >= 0.95 * chance else "partial"
+        """"solved", "learning", "stuck" or "diverged": the rule of normlab_core.outcome applied to the held-out
+        accuracy trajectory."""
+        return label(self.eval_steps, self.eval_accuracy, self.diverged or not math.isfinite(self.final_loss))
 
 
 def held_out(cfg: Config, size: int = EVAL_SIZE) -> np.ndarray:
