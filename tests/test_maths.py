@@ -600,7 +600,7 @@ def test_random_linear_stack_sensitivity_matches_central_differences(norm):
         x0 = rng.standard_normal(width)
         ws = [rng.standard_normal((width, width)) / np.sqrt(width) for _ in range(depth)]
 
-        def stack(x, n):
+        def stack(x, n, ws=ws):
             for w in ws[:n]:
                 x = normalize(x + w @ x, eps=1e-6)
             return x
