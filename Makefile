@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-determinism bench experiments exercises grade lint clean clean-grading
+.PHONY: venv lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-portable test-determinism bench experiments exercises grade lint clean clean-grading
 
 # lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
@@ -63,7 +63,7 @@ check: lint
 	$(MAKE) --no-print-directory test-unit
 
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab and not pdf"
+	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab and not pdf and not portable"
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)
@@ -92,6 +92,11 @@ test-lab: $(STAMP)
 # soon as the book is built.
 test: lint
 	$(MAKE) --no-print-directory -j4 -Otarget test-unit test-notebooks test-lab test-book
+
+# The stored outputs, frames and runs under other arithmetic kernels than the machine's own (tests/test_portable.py):
+# OpenBLAS's Prescott kernel, 1 and 2 BLAS threads, numpy's baseline loops. .ci/run calls it after `make test`.
+test-portable: $(STAMP)
+	$(BIN)/pytest $(XDIST) tests -m portable
 
 test-determinism: $(STAMP)
 	for run in 1 2 3; do MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS) || exit 1; done

@@ -10,7 +10,7 @@ from .backward import (
 from .gradcheck import numerical_gradient
 from .norms import batch_norm, layer_norm, layer_norm_stats, rms_norm, rms_norm_stats
 from .residual import Affine, run_stack, sensitivity, sensitivity_curve, stack_curves
-from .stats import mean_var
+from .stats import length, mean_var
 
 __all__ = [
     "Affine",
@@ -20,6 +20,7 @@ __all__ = [
     "layer_norm_backward_saved",
     "layer_norm_param_grads",
     "layer_norm_stats",
+    "length",
     "mean_var",
     "numerical_gradient",
     "rms_norm",

@@ -1,4 +1,4 @@
-"""Row statistics: mean and biased variance along one axis."""
+"""Row statistics: mean and biased variance along one axis, and a vector's length."""
 
 from __future__ import annotations
 
@@ -29,3 +29,16 @@ def mean_var(x, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
     dev = x - mean
     var = row_mean(dev * dev, axis)
     return np.squeeze(mean, axis=axis), np.squeeze(var, axis=axis)
+
+
+def length(v, axis: int = -1) -> np.ndarray:
+    """Euclidean length sqrt(sum(v * v)) along `axis` (dropped), in v's dtype.
+
+    The sum is numpy's own, in a fixed order, so float32 lengths come out the same on every CPU; np.linalg.norm
+    hands the sum to the BLAS library, whose kernels (and so the last digits) differ between machines.
+    """
+    v = np.asarray(v)
+    if v.dtype.kind not in "biuf":
+        raise TypeError(f"v must hold real numbers, got dtype {v.dtype}")
+    v = v.astype(np.result_type(v.dtype, np.float32), copy=False)   # integers -> float64, float16 -> float32
+    return np.sqrt(np.sum(v * v, axis=check_axis(axis, max(v.ndim, 1)) if v.ndim else None))

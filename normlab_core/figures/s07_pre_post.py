@@ -8,6 +8,7 @@ from matplotlib.ticker import FuncFormatter
 from ..examples import STACK_INPUT
 from ..interactive import Choice, Explorable, Input, Preset, Slider, number, scalar, vector
 from ..residual import Affine, fd_curves, run_stack, sensitivity, stack_curves
+from ..stats import length
 from .style import COLORS, label, panels
 
 MAX_DEPTH = 256
@@ -41,7 +42,7 @@ def reference_points(x0, eps) -> dict | None:
     if not np.array_equal(x0, STACK_INPUT) or eps != 1e-6:
         return None
     x32 = x0.astype(np.float32)
-    return {p: (np.array([np.linalg.norm(run_stack(x32, d, p)) for d in REFERENCE_DEPTHS]),
+    return {p: (np.array([length(run_stack(x32, d, p)) for d in REFERENCE_DEPTHS]),
                 np.array([sensitivity(x32, d, p, method="finite_difference", h=1e-3) for d in REFERENCE_DEPTHS]))
             for p in NAMES}
 
