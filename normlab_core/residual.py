@@ -220,3 +220,27 @@ def depth_curves(norm: str = "rms", x0=None, max_depth: int = 64, *, eps: float 
     norm = {"rms_norm": "rms", "layer_norm": "layer"}.get(norm, norm)
     x0 = [1.0, 2.0, 3.0, 4.0] if x0 is None else x0
     return {p: stack_curves(x0, max_depth, p, eps=eps, norm=norm, sublayer=sublayer) for p in ("pre", "post")}
+
+
+def random_linear_curves(width: int, max_depth: int, stacks: int, *, norm: str = "layer", eps: float = 1e-6,
+                         seed: int = 0) -> np.ndarray:
+    """Exact sensitivities ||d out / d x0[0]|| at depths 1..max_depth of `stacks` post-norm stacks
+    h <- Norm(h + W_l h), each layer with its own random linear sublayer W_l (entries N(0, 1/width), no bias),
+    on a standard normal input of `width` features; float64, shape (stacks, max_depth). Stack k draws its input
+    and matrices from default_rng([seed, k])."""
+    check_positive_int(width, "width")
+    check_positive_int(max_depth, "max_depth")
+    check_positive_int(stacks, "stacks")
+    check_choice(norm, "norm", NORMS)
+    eps = check_eps(eps)
+    out = np.empty((stacks, max_depth))
+    for k in range(stacks):
+        rng = np.random.default_rng([seed, k])
+        h = rng.standard_normal(width)
+        dh = np.zeros(width)
+        dh[0] = 1.0
+        for d in range(max_depth):
+            w = rng.standard_normal((width, width)) / np.sqrt(width)
+            h, dh = _norm_jvp(h + w @ h, dh + w @ dh, eps, norm)
+            out[k, d] = np.sqrt(np.sum(dh * dh))
+    return out

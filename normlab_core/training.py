@@ -19,6 +19,7 @@ import numpy as np
 
 from ._checks import check_positive_int
 from ._threads import single_blas_thread
+from .outcome import label
 from .transformer import Config, evaluate, init_params, loss_and_grads
 
 BETAS = (0.9, 0.98)       # Adam's betas, as in the 2017 transformer
@@ -28,7 +29,6 @@ BATCH = 32
 EVAL_SEED = 2020          # the held-out sequences are the same for every run
 EVAL_SIZE = 256
 EVAL_EVERY = 50
-SOLVED = 0.99             # held-out token accuracy above which the task counts as solved
 MAX_STEPS = 20_000        # run() and train() refuse longer runs: at depth 12 (about 0.1 s a step on one core) that is
                           # over half an hour already; train a longer run from a script, in pieces (stop_after)
 MAX_BATCH = 4096
@@ -133,8 +133,9 @@ class Run:
 
     @property
     def outcome(self) -> str:
-        """"solved" (accuracy > SOLVED), "stuck" (held-out loss within 5 % of chance), "diverged" or "partial"."""
-        return classify(self.final_loss, self.accuracy, self.diverged, chance_loss(self.cfg))
+        """"solved", "learning", "stuck" or "diverged": the rule of normlab_core.outcome applied to the held-out
+        accuracy trajectory."""
+        return label(self.eval_steps, self.eval_accuracy, self.diverged or not math.isfinite(self.final_loss))
 
     def save(self, path) -> Path:
         """Write the run to `path` as JSON: {"format": "normlab-run", "version": 1, the settings, the Config's
@@ -193,15 +194,6 @@ def _from_json(v):
     if isinstance(v, list):
         return [_from_json(x) for x in v]
     return _SPECIAL.get(v, v) if isinstance(v, str) else v
-
-
-def classify(final_loss: float, accuracy: float, diverged: bool, chance: float) -> str:
-    """The outcome of a run from its end state: solved, stuck (at chance), diverged or partial."""
-    if diverged or not math.isfinite(final_loss):
-        return "diverged"
-    if accuracy > SOLVED:
-        return "solved"
-    return "stuck" if final_loss >= 0.95 * chance else "partial"
 
 
 def held_out(cfg: Config, size: int = EVAL_SIZE) -> np.ndarray:

@@ -5,7 +5,11 @@ core, one BLAS thread each) with a progress bar. The result is normlab_core/data
 it and never trains. Finished runs are also kept in _build/experiments-cache/ under a hash of the code and the
 settings, so an interrupted `make experiments` picks up where it stopped, and a change of the model starts afresh.
 
-    .venv/bin/python -m scripts.experiments [--workers N] [--only STUDY ...] [--list] [--out PATH]
+    .venv/bin/python -m scripts.experiments [--workers N] [--only STUDY ...] [--add] [--list] [--out PATH]
+
+A study may train longer than STEPS ("steps") or with other seeds than SEEDS ("seeds"). `--add` trains only the
+named studies and merges them into the existing data file, keeping every other run (and the update-size study) as
+it is stored.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from normlab_core import data, training  # noqa: E402
+from normlab_core import data, outcome, training  # noqa: E402
 from normlab_core.transformer import Config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +47,7 @@ GRID_LRS = (1e-3, 3e-3, 1e-2)
 WARMUPS = (0.0, 0.15)
 
 # Each study is a product of axes (config fields, lr, warmup), or a list of such products, with some config fields
-# fixed; every cell runs SEEDS.
+# fixed; every cell runs SEEDS for STEPS steps unless the study names its own "seeds" or "steps".
 STUDIES = {
     "grid": {
         "title": "post-norm against pre-norm (LayerNorm): depth x learning rate x warm-up",
@@ -76,6 +80,33 @@ STUDIES = {
         "fixed": {"placement": "pre", "norm": "dyt"},
         "axes": {"depth": [6, 12, 24], "lr": [1e-3, 1e-2], "warmup": [0.0]},
     },
+    # The cells the grid's labels need: a lower peak learning rate and a longer warm-up for post-norm at depth 24,
+    # trained four times as long; longer warm-ups for post-norm at depth 12 and lr 1e-2 (the cell a 15 % warm-up
+    # does not rescue); and two more seeds for the cells whose count hinged on one run close to the cut-off.
+    "long": {
+        "title": "post-norm at depth 24, lr 3e-4 with a warm-up over 30 % of 2,000 steps",
+        "fixed": {"placement": "post"},
+        "steps": 2000,
+        "axes": {"depth": [24], "lr": [3e-4], "warmup": [0.3]},
+    },
+    "long_more": {       # defined, not yet in the data file: about 15 min a run on a loaded core
+        "title": "post-norm at depth 24, lr 1e-3 and 1e-4 with a warm-up over 30 % of 2,000 steps",
+        "fixed": {"placement": "post"},
+        "steps": 2000,
+        "axes": {"depth": [24], "lr": [1e-3, 1e-4], "warmup": [0.3]},
+    },
+    "warmup": {
+        "title": "post-norm at depth 12 and lr 1e-2 with warm-ups over 30 % and 50 % of the steps",
+        "fixed": {"placement": "post"},
+        "axes": {"depth": [12], "lr": [1e-2], "warmup": [0.3, 0.5]},
+    },
+    "more_seeds": {
+        "title": "two more seeds for the cells whose count hinged on one run near the cut-off",
+        "seeds": [3, 4],
+        "axes": [{"placement": ["post"], "depth": [12], "lr": [1e-3], "warmup": [0.0]},
+                 {"placement": ["post"], "norm": ["rms_norm"], "depth": [12], "lr": [1e-3], "warmup": [0.0, 0.15]},
+                 {"placement": ["pre"], "norm": ["dyt"], "depth": [24], "lr": [1e-3], "warmup": [0.0]}],
+    },
 }
 
 # Update amplification: the output change after one Adam step from initialization, against depth.
@@ -94,7 +125,7 @@ SETTINGS = {
     "steps": STEPS, "batch": training.BATCH, "seeds": list(SEEDS), "eval_every": EVAL_EVERY,
     "eval_size": training.EVAL_SIZE, "eval_seed": training.EVAL_SEED, "dtype": "float32",
     "betas": list(training.BETAS), "adam_eps": training.ADAM_EPS, "floor": training.FLOOR,
-    "solved_above": training.SOLVED, "stuck_within": 0.05, "chance_loss": math.log(16),
+    "solved_above": outcome.SOLVED, "chance_loss": math.log(16),
     "curve_every": CURVE_EVERY, "digits": DIGITS, "grad_groups": list(training.GRAD_GROUPS),
 }
 CURVE_STEPS = sorted(set(range(0, STEPS, CURVE_EVERY)) | {STEPS - 1})
@@ -115,21 +146,34 @@ def cells(study: dict) -> list[dict]:
     return out
 
 
+def study_steps(study: dict) -> int:
+    return study.get("steps", STEPS)
+
+
+def curve_steps(steps: int) -> list[int]:
+    """The steps whose training curves are stored: every CURVE_EVERY-th and the last."""
+    return sorted(set(range(0, steps, CURVE_EVERY)) | {steps - 1})
+
+
 def job_key(job: dict) -> str:
     """A stable text key of a job (its kind, config, lr, warmup and seed)."""
     return json.dumps(job, sort_keys=True)
 
 
-def jobs_for(names) -> list[dict]:
-    """The distinct training jobs of the named studies in their order, then the update-size jobs."""
+def jobs_for(names, update: bool = True) -> list[dict]:
+    """The distinct training jobs of the named studies in their order, then (with `update`) the update-size jobs.
+    A job names its "steps" only when they are not STEPS, so the jobs of the 500-step studies keep their keys."""
     seen, out = set(), []
     for name in names:
+        steps = study_steps(STUDIES[name])
         for cell in cells(STUDIES[name]):
-            for seed in SEEDS:
-                job = {"kind": "train", **cell, "seed": seed}
+            for seed in STUDIES[name].get("seeds", SEEDS):
+                job = {"kind": "train", **cell, "seed": seed, **({"steps": steps} if steps != STEPS else {})}
                 if job_key(job) not in seen:
                     seen.add(job_key(job))
                     out.append(job)
+    if not update:
+        return out
     for variant, fields in UPDATE["variants"].items():
         for depth in UPDATE["depths"]:
             for seed in SEEDS:
@@ -141,7 +185,8 @@ def jobs_for(names) -> list[dict]:
 def cost(job: dict) -> float:
     """Rough cost of a job in depth-steps (for the order of work and the time estimate)."""
     depth = job["config"]["depth"]
-    return depth * (STEPS if job["kind"] == "train" else 2) * (1.3 if job["config"].get("placement") == "peri" else 1)
+    steps = job.get("steps", STEPS) if job["kind"] == "train" else 2
+    return depth * steps * (1.3 if job["config"].get("placement") == "peri" else 1)
 
 
 def rounded(x):
@@ -171,10 +216,12 @@ def run_job(job: dict) -> dict:
     cfg = Config(**job["config"])
     if job["kind"] == "update":
         return {**job, "change": rounded(training.output_change(cfg, job["lr"], job["seed"]))}
-    r = training.run(cfg, job["lr"], STEPS, job["warmup"], job["seed"], eval_every=EVAL_EVERY, progress=False)
-    done = [s for s in CURVE_STEPS if s < len(r.loss)]
+    steps = job.get("steps", STEPS)
+    r = training.run(cfg, job["lr"], steps, job["warmup"], job["seed"], eval_every=EVAL_EVERY, progress=False)
+    done = [s for s in curve_steps(steps) if s < len(r.loss)]
     return {
         **job,
+        **({"curve_steps": done} if steps != STEPS else {}),
         "config": {**job["config"], "final_norm": cfg.final_norm},
         "outcome": r.outcome, "accuracy": rounded(r.accuracy), "final_loss": rounded(r.final_loss),
         "diverged": r.diverged, "steps_done": len(r.loss),
@@ -231,7 +278,9 @@ def assemble(records: list[dict], names) -> dict:
         rows.setdefault(r["variant"], {}).setdefault(r["seed"], {})[r["config"]["depth"]] = r["change"]
     return {
         "format": data.FORMAT, "version": data.VERSION, "settings": SETTINGS,
-        "studies": {n: {"title": STUDIES[n]["title"], "cells": cells(STUDIES[n])} for n in names},
+        "studies": {n: {"title": STUDIES[n]["title"], "cells": cells(STUDIES[n]),
+                        **({"steps": study_steps(STUDIES[n])} if study_steps(STUDIES[n]) != STEPS else {}),
+                        **({"seeds": STUDIES[n]["seeds"]} if "seeds" in STUDIES[n] else {})} for n in names},
         "runs": train,
         "update_size": {
             "lr": UPDATE["lr"], "depths": UPDATE["depths"], "variants": UPDATE["variants"],
@@ -245,11 +294,24 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes")
     ap.add_argument("--only", nargs="*", choices=list(STUDIES), help="studies to run (default: all)")
+    ap.add_argument("--add", action="store_true", help="train only the --only studies and merge them into the "
+                    "existing data file, keeping its other runs")
+    ap.add_argument("--relabel", action="store_true", help="apply the outcome rule of normlab_core.outcome to "
+                    "every run of the data file and exit (nothing is trained)")
     ap.add_argument("--list", action="store_true", help="list the jobs and exit")
     ap.add_argument("--out", default=str(data.PATH), help="the data file to write")
     args = ap.parse_args(argv)
     names = args.only or list(STUDIES)
-    jobs = jobs_for(names)
+    if args.add and not args.only:
+        ap.error("--add needs --only STUDY ...")
+    jobs = jobs_for(names, update=not args.add)
+    if args.relabel:
+        stored = data.load(args.out)
+        _write(Path(args.out), relabelled({"format": data.FORMAT, "version": data.VERSION, "settings": SETTINGS,
+                                           "studies": stored.studies, "runs": stored.runs,
+                                           "update_size": stored.update_size}))
+        print(f"relabelled {len(stored.runs)} runs of {args.out}", file=sys.stderr)
+        return 0
     if args.list:
         for j in jobs:
             print(job_key(j))
@@ -290,10 +352,10 @@ def main(argv=None) -> int:
             print(f"FAILED {job_key(job)}: {err}", file=sys.stderr)
         return 1
     content = assemble([cached[job_key(j)] for j in jobs], names)
+    if args.add:
+        content = merged(data.load(args.out), content, names)
     path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
-        gz.write(json.dumps(content, separators=(",", ":")).encode())
+    _write(path, relabelled(content))
     trained = [cached[job_key(j)] for j in jobs if j["kind"] == "train"]
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB), {len(trained)} training runs; "
           f"{_clock(wall)} wall time for {len(todo)} new jobs on {args.workers} workers, load average "
@@ -303,22 +365,49 @@ def main(argv=None) -> int:
     return 0
 
 
+def relabelled(content: dict) -> dict:
+    """`content` with every run's "outcome" given by the rule of normlab_core.outcome (its accuracy trajectory)."""
+    runs = [{**r, "outcome": outcome.label(r["eval_steps"], r["eval_accuracy"], r["diverged"])}
+            for r in content["runs"]]
+    return {**content, "runs": runs}
+
+
+def _write(path: Path, content: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+        gz.write(json.dumps(content, separators=(",", ":")).encode())
+
+
+def merged(old: data.Experiments, new: dict, names) -> dict:
+    """The stored file's content with the studies `names` replaced by those of `new`: every other study, its runs
+    and the update-size study are kept as stored, and the studies stay in the order of STUDIES."""
+    def key(r):
+        r = {"kind": "train", **r}
+        return job_key({k: r[k] for k in _job_fields(r)})
+    keys = {key(r) for r in new["runs"]}
+    runs = [r for r in old.runs if key(r) not in keys]
+    studies = {**{n: s for n, s in old.studies.items() if n not in names}, **new["studies"]}
+    return {**new, "studies": {n: studies[n] for n in STUDIES if n in studies}, "runs": runs + new["runs"],
+            "update_size": old.update_size}
+
+
 def _job_fields(rec: dict) -> list[str]:
     if rec["kind"] == "update":
         return ["kind", "variant", "config", "lr", "seed"]
-    return ["kind", "config", "lr", "warmup", "seed"]
+    return ["kind", "config", "lr", "warmup", "seed"] + (["steps"] if "steps" in rec else [])
 
 
 def _summary(content: dict) -> None:
-    """Print the outcome of every cell of every study: solved / stuck / partial / diverged out of the seeds."""
+    """Print the outcome of every cell of every study: solved / learning / stuck / diverged out of the seeds."""
     exp = data.Experiments(content)
     for name, study in content["studies"].items():
         print(f"\n{name}: {study['title']}")
         for cell in study["cells"]:
-            o = exp.outcomes(**cell["config"], lr=cell["lr"], warmup=cell["warmup"])
+            o = exp.outcomes(**cell["config"], lr=cell["lr"], warmup=cell["warmup"],
+                             steps=study.get("steps", content["settings"]["steps"]))
             fields = " ".join(f"{k}={v}" for k, v in cell["config"].items())
             print(f"  {fields:50s} lr {cell['lr']:<6g} warm-up {cell['warmup']:<4g}  solved {o['solved']}/{o['seeds']}"
-                  + "".join(f", {k} {o[k]}" for k in ("stuck", "partial", "diverged") if o[k]))
+                  + "".join(f", {k} {o[k]}" for k in ("learning", "stuck", "diverged") if o[k]))
 
 
 if __name__ == "__main__":

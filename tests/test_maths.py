@@ -587,6 +587,45 @@ def test_post_norm_sensitivity_fades_and_pre_norm_holds():
     assert np.all(pre >= 1.0)
 
 
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+def test_random_linear_stack_sensitivity_matches_central_differences(norm):
+    """random_linear_curves against float64 central differences of the same stack, rebuilt here from its seeds."""
+    from normlab_core.residual import random_linear_curves
+
+    width, depth = 8, 12
+    got = random_linear_curves(width, depth, 2, norm=norm, seed=3)
+    normalize = nl.layer_norm if norm == "layer" else (lambda v, eps: nl.rms_norm(v, eps=eps))
+    for k in range(2):
+        rng = np.random.default_rng([3, k])
+        x0 = rng.standard_normal(width)
+        ws = [rng.standard_normal((width, width)) / np.sqrt(width) for _ in range(depth)]
+
+        def stack(x, n, ws=ws):
+            for w in ws[:n]:
+                x = normalize(x + w @ x, eps=1e-6)
+            return x
+
+        e = np.zeros(width)
+        e[0] = 1e-6
+        want = [np.linalg.norm((stack(x0 + e, n) - stack(x0 - e, n)) / 2e-6) for n in range(1, depth + 1)]
+        np.testing.assert_allclose(got[k], want, rtol=1e-6)
+
+
+def test_random_linear_stack_does_not_fade_like_the_biased_toy():
+    """Without a constant bias a post-norm stack has no fixed point to fall towards: over 96 layers the geometric
+    mean sensitivity of 20 random stacks stays within a factor 2 of its depth-1 value, while the toy stack's
+    falls by 0.9375 per layer."""
+    from normlab_core.residual import random_linear_curves
+
+    curves = random_linear_curves(64, 96, 20)
+    geo = np.exp(np.log(curves).mean(axis=0))
+    assert 0.5 < geo[-1] / geo[0] < 2
+    toy = sensitivity_curve(np.array([1.0, 2.0, 3.0, 4.0]), 192, "post")
+    assert toy[-1] / toy[0] < 1e-3
+    with pytest.raises(ValueError, match="stacks"):
+        random_linear_curves(4, 3, 0)
+
+
 def test_finite_difference_method_close_to_exact_in_float64():
     x0 = np.array([1.0, 2.0, 3.0, 4.0])
     for placement in ("pre", "post", "none"):

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from normlab_core import data, training
-from normlab_core.training import Adam, chance_loss, classify, lr_at, output_change, reversal_batch, run
+from normlab_core import data, outcome, training
+from normlab_core.outcome import Rule, chance_ceiling, label
+from normlab_core.training import Adam, chance_loss, lr_at, output_change, reversal_batch, run
 from normlab_core.transformer import Config
 
 TINY = dict(depth=1, d_model=16, heads=2, d_ff=32, vocab=4, seq_len=3)
@@ -71,13 +72,64 @@ def test_adam_updates_each_array_of_a_dict_as_if_alone():
         np.testing.assert_array_equal(p[k], alone_p[k][k])
 
 
-def test_classify_outcomes():
-    chance = math.log(16)
-    assert classify(0.01, 0.995, False, chance) == "solved"
-    assert classify(2.70, 0.10, False, chance) == "stuck"
-    assert classify(1.50, 0.60, False, chance) == "partial"
-    assert classify(float("nan"), 0.0, False, chance) == "diverged"
-    assert classify(0.5, 0.9, True, chance) == "diverged"
+# -- the labelling rule, on made-up trajectories --------------------------------------------------------------------
+
+RULE = Rule(ceiling=0.09, n_tokens=2048)          # sigma = sqrt(0.09 * 0.91 / 2048) = 0.00632
+STEPS6 = [0, 100, 200, 300, 400, 500]
+
+
+def test_chance_ceiling_is_the_best_input_blind_predictor():
+    answers = np.array([[0, 1], [0, 2], [1, 2], [0, 2]])   # position 0: three 0s; position 1: three 2s
+    assert chance_ceiling(answers) == 6 / 8
+    rng = np.random.default_rng(0)
+    answers = rng.integers(0, 16, size=(256, 8))
+    brute = np.mean([max(np.mean(answers[:, j] == k) for k in range(16)) for j in range(8)])
+    assert chance_ceiling(answers) == pytest.approx(brute)
+    with pytest.raises(ValueError, match="answers"):
+        chance_ceiling(np.zeros((2, 2)))
+
+
+def test_the_stored_rule_is_the_held_out_sets_own():
+    r = outcome.rule()
+    tokens = training.held_out(Config(depth=1))
+    assert r.n_tokens == 256 * 8 and tokens.shape == (256, 17)
+    per_position = [np.bincount(tokens[:, 9 + j], minlength=16).max() for j in range(8)]
+    assert r.ceiling == sum(per_position) / 2048 and 1 / 16 < r.ceiling < 0.1
+    assert r.sigma == pytest.approx(math.sqrt(r.ceiling * (1 - r.ceiling) / 2048))
+
+
+def test_label_solved_learning_stuck_diverged():
+    assert RULE.sigma == pytest.approx(0.006324, abs=1e-6)
+    assert label(STEPS6, [0.06, 0.3, 0.8, 0.95, 0.99, 0.995], the_rule=RULE) == "solved"
+    assert label(STEPS6, [0.06, 0.3, 0.8, 0.95, 0.99, 0.99], the_rule=RULE) == "learning"    # not above 0.99
+    # rising at every evaluation to about twice chance: learning
+    assert label(STEPS6, [0.055, 0.086, 0.098, 0.099, 0.110, 0.115], the_rule=RULE) == "learning"
+    # at chance, jumping about as an argmax model does: stuck
+    assert label(STEPS6, [0.061, 0.062, 0.099, 0.058, 0.067, 0.067], the_rule=RULE) == "stuck"
+    # well above chance but flat over the last 40 % of the steps: stuck (stalled)
+    assert label(STEPS6, [0.06, 0.11, 0.12, 0.135, 0.138, 0.137], the_rule=RULE) == "stuck"
+    # rising, but not yet clearly above the chance ceiling: stuck
+    assert label(STEPS6, [0.06, 0.06, 0.06, 0.07, 0.09, 0.10], the_rule=RULE) == "stuck"
+    assert label(STEPS6, [0.06, 0.3, 0.5, 0.6, float("nan"), None], the_rule=RULE) == "diverged"
+    assert label(STEPS6, [0.06, 0.3, 0.5, 0.6, 0.7, 0.8], diverged=True, the_rule=RULE) == "diverged"
+
+
+def test_label_thresholds_are_where_the_rule_says():
+    above, rise = RULE.learning_above, RULE.min_rise
+    assert above == pytest.approx(0.09 + 3 * RULE.sigma) and rise == pytest.approx(2 * RULE.sigma)
+    at = [0.06, 0.06, 0.06, above - 2 * rise, above - rise, above]
+    assert label(STEPS6, [*at[:-1], above + 1e-4], the_rule=RULE) == "learning"
+    assert label(STEPS6, [*at[:-1], above - 1e-4], the_rule=RULE) == "stuck"         # not clearly above chance
+    flat = [0.06, 0.2, 0.2, 0.3, 0.3, 0.3 + rise - 1e-4]
+    assert label(STEPS6, flat, the_rule=RULE) == "stuck"                              # rose less than 2 sigma
+    assert label(STEPS6, [*flat[:-1], 0.3 + rise + 1e-4], the_rule=RULE) == "learning"
+    # the window is a fraction of the steps: in a 2,000-step run the rise is measured from step 1,200 on
+    steps = list(range(0, 2001, 100))
+    acc = [0.06] * 12 + [0.3] * 8 + [0.3 + rise + 1e-4]
+    assert label(steps, acc, the_rule=RULE) == "learning"
+    assert label(steps, [0.06] * 11 + [0.3] * 9 + [0.3 + rise / 2], the_rule=RULE) == "stuck"
+    with pytest.raises(ValueError, match="eval_steps"):
+        label([0, 100], [0.1], the_rule=RULE)
 
 
 def test_a_tiny_model_learns_to_reverse_and_records_everything():
@@ -169,14 +221,25 @@ def test_data_file_is_small_and_complete(stored):
     assert data.PATH.stat().st_size <= 2_000_000
     s = stored.settings
     assert s["steps"] == 500 and s["seeds"] == [0, 1, 2] and s["betas"] == [0.9, 0.98]
+    listed = 0
     for name, study in stored.studies.items():
+        steps = study.get("steps", s["steps"])
         for cell in study["cells"]:
-            runs = stored.select(**cell["config"], lr=cell["lr"], warmup=cell["warmup"])
-            assert [r["seed"] for r in runs] == [0, 1, 2], (name, cell)
+            runs = stored.select(**cell["config"], lr=cell["lr"], warmup=cell["warmup"], steps=steps)
+            assert set(study.get("seeds", s["seeds"])) <= {r["seed"] for r in runs}, (name, cell)
+            listed += len(study.get("seeds", s["seeds"]))
             for r in runs:
-                assert len(r["loss"]) == len(s["curve_steps"]) or r["diverged"]
-                assert r["outcome"] == classify(r["final_loss"] if r["final_loss"] is not None else math.nan,
-                                                r["accuracy"], r["diverged"], s["chance_loss"])
+                assert len(r["loss"]) == len(r.get("curve_steps", s["curve_steps"])) or r["diverged"]
+                assert r["eval_steps"][-1] == steps
+    assert listed >= len(stored.runs)           # every stored run belongs to a study's cell
+
+
+def test_every_stored_label_follows_the_rule(stored):
+    """The outcome stored with each run is the rule of normlab_core.outcome applied to its accuracy trajectory
+    (the old end-state rule called post-norm's rising depth-24 runs "stuck" and every other run "partial")."""
+    for r in stored.runs:
+        assert r["outcome"] == label(r["eval_steps"], r["eval_accuracy"], r["diverged"]), r["config"]
+    assert {r["outcome"] for r in stored.runs} <= set(outcome.LABELS) - {"diverged"}
 
 
 # Two cells re-run for their first RERUN_STEPS steps and compared with the stored curve: one that gets stuck

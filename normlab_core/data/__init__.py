@@ -15,6 +15,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from ..outcome import LABELS
+
 PATH = Path(__file__).with_name("experiments.json.gz")
 FORMAT, VERSION = "normlab-experiments", 1
 BASE = {"norm": "layer_norm", "qk_norm": False, "deepnorm": False}   # what an unnamed config field means
@@ -31,20 +33,22 @@ class Experiments:
         self.update_size = data.get("update_size", {})
 
     def select(self, **want) -> list[dict]:
-        """Every run whose config fields, lr, warmup or seed equal `want` (unnamed norm/qk_norm/deepnorm
-        fields take their plain values), ordered by seed."""
-        want = {**BASE, **want}
+        """Every run whose config fields, lr, warmup, steps or seed equal `want` (unnamed norm/qk_norm/deepnorm
+        fields take their plain values, unnamed steps the settings' steps), ordered by seed."""
+        want = {**BASE, "steps": self.settings["steps"], **want}
         out = []
         for r in self.runs:
-            have = {**BASE, **r["config"], "lr": r["lr"], "warmup": r["warmup"], "seed": r["seed"]}
+            have = {**BASE, **r["config"], "lr": r["lr"], "warmup": r["warmup"], "seed": r["seed"],
+                    "steps": r.get("steps", self.settings["steps"])}
             if all(have.get(k) == v for k, v in want.items()):
                 out.append(r)
         return sorted(out, key=lambda r: r["seed"])
 
     def outcomes(self, **want) -> dict:
-        """{"solved": n, "stuck": n, "partial": n, "diverged": n, "seeds": n} over the runs `select` finds."""
+        """{"solved": n, "learning": n, "stuck": n, "diverged": n, "seeds": n} over the runs `select` finds (the
+        labels of normlab_core.outcome)."""
         runs = self.select(**want)
-        counts = {k: 0 for k in ("solved", "stuck", "partial", "diverged")}
+        counts = {k: 0 for k in LABELS}
         for r in runs:
             counts[r["outcome"]] += 1
         return {**counts, "seeds": len(runs)}

@@ -61,11 +61,11 @@ def warmup_label(w: float) -> str:
 
 
 def seed_summary(runs: list) -> str:
-    """'2/3 solved (1 stuck at chance)': how the seeds of one cell ended."""
+    """'2/3 solved (1 learning)': how the seeds of one cell ended (the labels of normlab_core.outcome)."""
     if not runs:
         return "not run"
     solved = sum(r["outcome"] == "solved" for r in runs)
-    words = {"stuck": "stuck at chance", "partial": "part-way", "diverged": "diverged"}
+    words = {"learning": "learning", "stuck": "stuck", "diverged": "diverged"}
     tail = ", ".join(f"{n} {w}" for k, w in words.items() if (n := sum(r["outcome"] == k for r in runs)))
     return f"{solved}/{len(runs)} solved" + (f" ({tail})" if tail else "")
 
@@ -113,8 +113,10 @@ def _show_seeds(art, prefix, runs, color, key="loss"):
 
 
 def _seed_handles(runs) -> list:
-    """Legend keys of the seeds' line styles, in grey (the lines' colour says the model)."""
-    return [Line2D([], [], color="0.3", ls=SEED_STYLES[r["seed"]], lw=1.4, label=f"seed {r['seed']}") for r in runs]
+    """Legend keys of the seeds' line styles, in grey (the lines' colour says the model). The explorables draw
+    seeds 0 to 2; a cell with more seeds counts them all in its readouts."""
+    return [Line2D([], [], color="0.3", ls=SEED_STYLES[r["seed"]], lw=1.4, label=f"seed {r['seed']}") for r in runs
+            if r["seed"] < len(SEED_STYLES)]
 
 
 def _seed_words(runs: list) -> str:
@@ -194,8 +196,8 @@ def _grid_presets(exp) -> dict:
             f"post-norm is {says('post', 12, 3e-3)}; switch the warm-up on to compare "
             f"({says('post', 12, 3e-3, 0.15)})")),
         "depth 24, warm-up": Preset({"depth": 24, "lr": 1e-3, "warmup": 0.15}, (
-            f"even the smallest learning rate with warm-up leaves post-norm {says('post', 24, 1e-3, 0.15)}, "
-            f"while pre-norm is {says('pre', 24, 1e-3, 0.15)}")),
+            f"at the grid's smallest learning rate with warm-up, post-norm is {says('post', 24, 1e-3, 0.15)} "
+            f"after 500 steps, while pre-norm is {says('pre', 24, 1e-3, 0.15)}")),
         "depth 24, lr 1e-2": Preset({"depth": 24, "lr": 1e-2}, (
             f"the deepest model at the largest learning rate, no warm-up: pre-norm is {says('pre', 24, 1e-2)}")),
     }
