@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-portable test-determinism bench experiments exercises grade lint clean clean-grading
+.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-portable test-determinism bench experiments exercises grade lint clean clean-grading
 
 # lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
@@ -20,6 +20,31 @@ $(STAMP): requirements.txt pyproject.toml lab-settings/overrides.json
 	touch $@
 
 venv: $(STAMP)
+
+# The classroom (book/instructors.md, "Running it for a class"): JupyterHub and its pinned additions into .venv, and
+# configurable-http-proxy from npm into classroom/node_modules (package.json with its lock file, installed by npm ci).
+CLASSROOM_STAMP := $(VENV)/.classroom
+$(CLASSROOM_STAMP): $(STAMP) classroom/requirements.txt classroom/package.json classroom/package-lock.json
+	$(BIN)/pip install -r classroom/requirements.txt
+	cd classroom && npm ci --no-audit --no-fund
+	touch $@
+
+classroom-deps: $(CLASSROOM_STAMP)
+
+# A hub on 127.0.0.1 for an instructor to try (as root: it creates an instructor's and three students' accounts,
+# and deletes them on Ctrl-C); prints the URL and the accounts. CLASSROOM_ARGS="--students 5 --prefix cls-".
+classroom: $(CLASSROOM_STAMP)
+	$(BIN)/python scripts/classroom.py $(CLASSROOM_ARGS)
+
+# The whole classroom path in Chromium (tests/test_classroom.py): as root; skips otherwise, or without chromium
+# (fails instead under NORMLAB_REQUIRE_BROWSER=1).
+test-classroom: $(CLASSROOM_STAMP)
+	$(BIN)/pytest -p no:cacheprovider tests/test_classroom.py -m classroom
+
+# assignments/grades.csv as a Canvas gradebook CSV and a Moodle grade-import CSV in _build/lms/
+# (scripts/grades_lms.py; ROSTER=file.csv adds Canvas ids, sections and emails; LMS_ARGS="--grades F --out D").
+grades-lms: $(STAMP)
+	$(BIN)/python scripts/grades_lms.py $(if $(ROSTER),--roster $(ROSTER)) $(LMS_ARGS)
 
 # JupyterLab on the repository root, opening the notebooks folder (links to the glossary and references work).
 # Learners: nbgrader's tools off. Instructors: `make lab-instructor` (scripts/lab.py; book/instructors.md).
@@ -63,7 +88,7 @@ check: lint
 	$(MAKE) --no-print-directory test-unit
 
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab and not pdf and not portable"
+	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab and not pdf and not portable and not classroom"
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)
