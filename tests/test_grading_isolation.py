@@ -163,3 +163,20 @@ def test_student_chosen_text_neither_drives_the_terminal_nor_becomes_a_formula(g
         raw = fh.read()
     assert "\x1b" not in raw
     assert "'=HYPERLINK(1)" in raw and "\n=HYPERLINK" not in raw and ",=HYPERLINK" not in raw
+
+
+def test_a_removed_submission_keeps_no_score_in_grades_csv(graded):
+    import shutil
+
+    course = graded[0]
+    shutil.rmtree(course / "submitted" / "beside")   # graded above (21 points), then taken out of the class
+    before = os.getcwd()
+    os.chdir(course)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            grade.main([mx.ASSIGNMENT])
+    finally:
+        os.chdir(before)
+    with open(course / "grades.csv", newline="", encoding="utf-8") as fh:
+        row = {r["student_id"]: r for r in csv.DictReader(fh)}["beside"]
+    assert row["score"] == "" and row["grading_status"].startswith("no submission: removed"), row

@@ -428,7 +428,14 @@ def export(course: Path, assignment: str, states: dict) -> Path:
     for row in rows:
         if row.get("assignment") != assignment:
             continue
-        state = states.get(row["student_id"], {"status": "not submitted"})
+        student = row["student_id"]
+        if student not in states and (course / "autograded" / student / assignment).is_dir():
+            # graded once, and its submission has since been removed: its old score is not a grade any more
+            row["grading_status"] = "no submission: removed from submitted/ since it was graded"
+            row["review"] = "a score recorded earlier stays in the gradebook but is not shown here"
+            row["score"] = row["raw_score"] = ""
+            continue
+        state = states.get(student, {"status": "not submitted"})
         row["grading_status"] = state["status"]
         row["review"] = "; ".join(state.get("review", []) + state.get("put_back", []))
         if state["status"].startswith("FAILED"):

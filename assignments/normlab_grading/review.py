@@ -36,6 +36,10 @@ PATTERNS: list[tuple[str, re.Pattern]] = [
      re.compile(r"\b(tb_frame|f_back|f_locals|f_globals|gi_frame|cr_frame|__traceback__|exc_info)\b")),
     ("runs code built at run time", re.compile(r"\b(exec|eval|compile|__import__)\s*\(|importlib|\bctypes\b|"
                                                r"\bgc\s*\.|\binspect\s*\.|base64|codecs")),
+    ("writes to file descriptors or looks for the grader's objects",
+     re.compile(r"os\s*\.\s*(write|dup2?|fdopen|open)\s*\(|/proc/self|RESULT_FD|get_objects|Capture\b|"
+                r"\b__main__\b")),
+    ("makes classes at run time (a name that could carry data)", re.compile(r"\btype\s*\(\s*[^,()]+,\s*\(")),
     ("changes the working folder or reads the course files",
      re.compile(r"os\s*\.\s*chdir|normlab_grading|hidden_checks|gradebook")),
 ]
