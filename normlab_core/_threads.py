@@ -48,11 +48,11 @@ def one_blas_thread():
     """Within the block, numpy's BLAS uses one thread (threadpoolctl's limit of 1 on the BLAS pools); the thread
     counts from before are set back when the last block, on any thread, ends."""
     with _LOCK:
+        pools = _blas_pools()
         if _state["depth"] == 0:
-            pools = _blas_pools()
             _state["saved"] = [(p, p.get_num_threads()) for p in pools]
-            for p in pools:
-                _set_threads(p, 1)
+        for p in pools:      # on every entry: someone may have changed the limit while another block was open
+            _set_threads(p, 1)
         _state["depth"] += 1
     try:
         yield

@@ -201,7 +201,6 @@ def held_out(cfg: Config, size: int = EVAL_SIZE) -> np.ndarray:
     return reversal_batch(np.random.default_rng(EVAL_SEED), size, cfg.seq_len, cfg.vocab)
 
 
-@single_blas_thread
 def check_run_arguments(cfg, lr, steps, warmup, seed, batch=BATCH, eval_every=EVAL_EVERY) -> None:
     """Raise a TypeError or ValueError naming the first argument of a training run that is not allowed, what it got
     and what is allowed; nothing is trained or shown before these checks pass."""
@@ -222,6 +221,7 @@ def check_run_arguments(cfg, lr, steps, warmup, seed, batch=BATCH, eval_every=EV
     check_positive_int(eval_every, "eval_every")
 
 
+@single_blas_thread
 def run(cfg: Config, lr: float, steps: int = 500, warmup: float = 0.0, seed: int = 0, *, batch: int = BATCH,
         eval_every: int = EVAL_EVERY, dtype=np.float32, stop_after: int | None = None, progress=None,
         callback=None) -> Run:
