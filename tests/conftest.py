@@ -34,6 +34,7 @@ SPLIT = {
     "test_grading_judge.py": 2,  # the 500-seed property test is cut into chunks: they go to both workers
     "test_parameters.py": None,   # one kernel per notebook: spread over both workers
     "test_portable.py": None,     # each configuration is one long subprocess
+    "test_parameter_space.py": None,   # one kernel per draw: spread over both workers
 }
 # Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
 SLOWEST = ["test_page_on_a_laptop", "test_page_on_a_phone"]
