@@ -355,7 +355,8 @@ def main(argv=None) -> int:
     if args.add:
         content = merged(data.load(args.out), content, names)
     path = Path(args.out)
-    _write(path, relabelled(content))
+    content = relabelled(content)
+    _write(path, content)
     trained = [cached[job_key(j)] for j in jobs if j["kind"] == "train"]
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB), {len(trained)} training runs; "
           f"{_clock(wall)} wall time for {len(todo)} new jobs on {args.workers} workers, load average "
