@@ -157,7 +157,9 @@ def zip_collect(root, *args):
         return exc.code, exc.log
 
 
-def test_zip_collect_files_submissions_by_student_and_stops_at_a_nameless_file(course, tmp_path):
+def platform_archive(course, tmp_path, names: list[str]):
+    """A copy of the course whose downloaded/ holds one zip of the released notebook under each of `names` (as an
+    LMS hands them out); returns (course copy, archive folder, the released notebook's bytes)."""
     import shutil
     import zipfile
 
@@ -167,10 +169,16 @@ def test_zip_collect_files_submissions_by_student_and_stops_at_a_nameless_file(c
     archive.mkdir(parents=True)
     released = (root / "release" / mx.ASSIGNMENT / mx.NOTEBOOK).read_bytes()
     with zipfile.ZipFile(archive / "from_the_platform.zip", "w") as zf:
-        zf.writestr("carol_exercises.ipynb", released)
-        zf.writestr("week 3/dave_exercises.ipynb", released)
-        zf.writestr("erin_exercises (1).ipynb", released)
-        zf.writestr("frank_exercises-2.ipynb", released)
+        for name in names:
+            zf.writestr(name, released)
+    return root, archive, released
+
+
+def test_zip_collect_files_submissions_by_student_and_stops_at_a_nameless_file(course, tmp_path):
+    import shutil
+
+    root, archive, released = platform_archive(course, tmp_path, [
+        "carol_exercises.ipynb", "week 3/dave_exercises.ipynb", "erin_exercises (1).ipynb", "frank_exercises-2.ipynb"])
     status, log = zip_collect(root)
     assert status == 0, log
     for student in ("carol", "dave", "erin", "frank"):
@@ -183,17 +191,7 @@ def test_zip_collect_files_submissions_by_student_and_stops_at_a_nameless_file(c
 
 @pytest.mark.parametrize("name", ["..", ".", "a\x1b[2Jb", "tab\tbed"], ids=["up", "dot", "escape", "tab"])
 def test_zip_collect_refuses_ids_that_leave_submitted_or_hold_control_characters(course, tmp_path, name):
-    import shutil
-    import zipfile
-
-    root = tmp_path / "zc"
-    shutil.copytree(course[0], root)
-    archive = root / "downloaded" / mx.ASSIGNMENT / "archive"
-    archive.mkdir(parents=True)
-    released = (root / "release" / mx.ASSIGNMENT / mx.NOTEBOOK).read_bytes()
-    with zipfile.ZipFile(archive / "from_the_platform.zip", "w") as zf:
-        zf.writestr("carol_exercises.ipynb", released)
-        zf.writestr(f"{name}_exercises.ipynb", released)
+    root, _, _ = platform_archive(course, tmp_path, ["carol_exercises.ipynb", f"{name}_exercises.ipynb"])
     before = {p for p in root.rglob("*") if p.is_file()}
     status, log = zip_collect(root)
     assert status == 1 and "will not file" in log, log
