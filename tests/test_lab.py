@@ -43,7 +43,9 @@ from lab_support import (
 
 pytestmark = pytest.mark.lab
 
-STEP_TIMEOUT_MS = 15000  # one step: the kernel draws, the browser shows the new frame and readouts
+# One step: the kernel draws, the browser shows the new frame and readouts. Generous, as CI runs the suites side by
+# side on two cores and a kernel may still be drawing the frames it was asked for ahead.
+STEP_TIMEOUT_MS = 45000
 
 # The explorables the kernel holds: name, the values each last drew (exactly; floats via repr in JSON), its frame
 # key, and whether its inputs are the explorable's defaults.
@@ -400,15 +402,18 @@ def test_lab_as_a_learner_uses_it(lab, expected):
               else if (w.context && w.context.path.endsWith('zz_learner.ipynb')) shell.activateById(w.id); } }""")
     finally:
         tab.close()
-    # 4. a busy kernel (here: another drawing holds the figures' lock for 4 s): the figure says so, and catches up
-    p.evaluate("""code => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.requestExecute(
-        {code})""", "import time; from normlab_core.interactive.explorable import LOCK\n"
-                    "with LOCK: time.sleep(4)")
+    # 4. a busy kernel (here: another drawing holds the figures' lock for 8 s): the figure says so, and catches up.
+    # The move is made once the kernel reports itself busy, so a slow start on a loaded machine cannot hide the wait.
+    p.evaluate("""async code => { const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+        kernel.requestExecute({code}); const t0 = Date.now();
+        while (kernel.status !== 'busy' && Date.now() - t0 < 30000) await new Promise(r => setTimeout(r, 20)); }""",
+               "import time; from normlab_core.interactive.explorable import LOCK\n"
+               "with LOCK: time.sleep(8)")
     p.wait_for_timeout(300)
     h = fd.query_selector("input.nl-value")
     h.fill("0.0002")
     h.press("Enter")
-    busy = wait_for(p, fd, "s.status.includes('waiting for the kernel')", timeout=4000)
+    busy = wait_for(p, fd, "s.status.includes('waiting for the kernel')", timeout=7000)
     assert "waiting for the kernel" in busy["status"]
     done = wait_for(p, fd, "s.showing === '=0.0002,0' && !s.status")
     assert done["showing"] == "=0.0002,0" and done["controls"] == ["0.0002", "float32"]
