@@ -380,3 +380,22 @@ def evaluate(params, cfg: Config, tokens, stats: dict | None = None) -> tuple[fl
     logits, _ = forward(params, cfg, inputs, {} if stats is None else stats)
     loss, _ = cross_entropy(logits, targets)
     return loss, float(np.mean(logits.argmax(axis=-1) == targets))
+
+
+def layer_cosines(params, cfg: Config, tokens) -> np.ndarray:
+    """(depth,): each layer's output against its input on the residual stream, cosine per token, averaged.
+
+    Near 1 means the layer barely turns the stream. In post-norm the norm sits on the stream itself, so a layer's
+    output is a re-normalized sum; in pre-norm the layer only adds to it.
+    """
+    inputs, _ = split_tokens(tokens, cfg)
+    h = params["tok_emb"][inputs] + params["pos_emb"][: inputs.shape[1]]
+    stats = {"max_logit": -np.inf}
+    out = []
+    for i in range(cfg.depth):
+        before = h
+        for kind in ("attn", "mlp"):
+            h, _ = sublayer(h, params, f"layer{i}.", kind, cfg, stats)
+        dot = np.sum(before * h, axis=-1)
+        out.append(np.mean(dot / (np.linalg.norm(before, axis=-1) * np.linalg.norm(h, axis=-1))))
+    return np.array(out)

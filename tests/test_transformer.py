@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from normlab_core.training import reversal_batch
-from normlab_core.transformer import Config, evaluate, forward, init_params, loss_and_grads, split_tokens
+from normlab_core.transformer import Config, evaluate, forward, init_params, layer_cosines, loss_and_grads, split_tokens
 
 TINY = dict(depth=2, d_model=8, heads=2, d_ff=12, vocab=5, seq_len=3)
 
@@ -201,3 +201,36 @@ def test_tokens_are_checked():
         loss_and_grads(p, cfg, np.zeros((2, 5)))
     with pytest.raises(ValueError, match="token ids"):
         loss_and_grads(p, cfg, np.full((2, 7), 9))
+
+
+def _silenced(cfg, seed=0):
+    """Parameters whose sublayers add nothing: the attention and MLP output matrices and biases are zero."""
+    p = init_params(cfg, seed)
+    for name in p:
+        if name.endswith(("attn.wo", "attn.bo", "mlp.w2", "mlp.b2")):
+            p[name] = np.zeros_like(p[name])
+    return p
+
+
+def test_layer_cosines_of_layers_that_add_nothing():
+    tokens = reversal_batch(np.random.default_rng(3), 5)
+    # Pre-norm: a sublayer that adds zero passes the stream on unchanged, so every cosine is 1.
+    cfg = Config(depth=3, placement="pre")
+    assert np.allclose(layer_cosines(_silenced(cfg), cfg, tokens), 1.0, atol=1e-12)
+    # Post-norm: the stream becomes LayerNorm(h) (gamma 1, beta 0), and LayerNorm of that is itself up to eps. For a
+    # token h with mean m, h . (h - m 1) = |h - m 1|^2, so the first layer's cosine is |h - m 1| / |h|, averaged.
+    cfg = Config(depth=2, placement="post")
+    p = _silenced(cfg)
+    inputs, _ = split_tokens(tokens, cfg)
+    h = p["tok_emb"][inputs] + p["pos_emb"][: inputs.shape[1]]
+    centred = h - h.mean(axis=-1, keepdims=True)
+    want = np.mean(np.linalg.norm(centred, axis=-1) / np.linalg.norm(h, axis=-1))
+    got = layer_cosines(p, cfg, tokens)
+    assert got[0] == pytest.approx(want, rel=1e-6) and got[1] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_layer_cosines_show_pre_norm_layers_turning_the_stream_less_with_depth():
+    cfg = Config(depth=12, placement="pre")
+    cos = layer_cosines(init_params(cfg, 0), cfg, reversal_batch(np.random.default_rng(0), 16))
+    assert cos.shape == (12,) and np.all((cos > -1) & (cos < 1))
+    assert cos[-1] > cos[0] and np.mean(cos[-4:]) > np.mean(cos[:4])
