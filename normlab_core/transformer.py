@@ -44,6 +44,7 @@ class Config:
     deepnorm: bool = False
     final_norm: bool | None = None
     eps: float = 1e-5
+    dyt_alpha: float = DYT_ALPHA
 
     def __post_init__(self):
         for name in ("depth", "d_model", "heads", "d_ff", "vocab", "seq_len"):
@@ -58,6 +59,11 @@ class Config:
         if self.deepnorm and self.placement != "post":
             raise ValueError("deepnorm rescales a post-norm residual; it needs placement='post', "
                              f"got {self.placement!r}")
+        if isinstance(self.dyt_alpha, bool) or not isinstance(self.dyt_alpha, (int, float)) \
+                or not math.isfinite(self.dyt_alpha) or self.dyt_alpha <= 0:
+            raise ValueError(f"dyt_alpha must be a finite number > 0, got {self.dyt_alpha!r}")
+        if self.dyt_alpha != DYT_ALPHA and self.norm != "dyt":
+            raise ValueError(f"dyt_alpha is DyT's starting alpha; it needs norm='dyt', got norm={self.norm!r}")
         if self.final_norm is None:
             object.__setattr__(self, "final_norm", self.placement != "post")
         elif not isinstance(self.final_norm, bool):
@@ -93,7 +99,7 @@ def norm_params(cfg: Config, prefix: str, dim: int) -> dict:
     if cfg.norm in ("layer_norm", "dyt"):
         p[prefix + "beta"] = np.zeros(dim)
     if cfg.norm == "dyt":
-        p[prefix + "alpha"] = np.full(1, DYT_ALPHA)
+        p[prefix + "alpha"] = np.full(1, float(cfg.dyt_alpha))
     return p
 
 

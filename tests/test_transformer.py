@@ -188,6 +188,10 @@ def test_final_norm_default_follows_placement():
     (dict(depth=2, placement="pre", deepnorm=True), ValueError),
     (dict(depth=2, qk_norm=1), TypeError),
     (dict(depth=2.0), TypeError),
+    (dict(depth=2, norm="dyt", dyt_alpha=0.0), ValueError),
+    (dict(depth=2, norm="dyt", dyt_alpha=float("nan")), ValueError),
+    (dict(depth=2, norm="dyt", dyt_alpha="1"), ValueError),
+    (dict(depth=2, dyt_alpha=2.0), ValueError),      # a starting alpha means nothing without DyT
 ])
 def test_config_refuses_bad_values(kwargs, error):
     with pytest.raises(error):
@@ -234,3 +238,11 @@ def test_layer_cosines_show_pre_norm_layers_turning_the_stream_less_with_depth()
     cos = layer_cosines(init_params(cfg, 0), cfg, reversal_batch(np.random.default_rng(0), 16))
     assert cos.shape == (12,) and np.all((cos > -1) & (cos < 1))
     assert cos[-1] > cos[0] and np.mean(cos[-4:]) > np.mean(cos[:4])
+
+
+def test_dyt_alpha_sets_every_norms_starting_alpha_and_the_default_is_unchanged():
+    base = init_params(Config(depth=2, norm="dyt"), 0)
+    wide = init_params(Config(depth=2, norm="dyt", dyt_alpha=2.0), 0)
+    alphas = [k for k in base if k.endswith(".alpha")]
+    assert alphas and all(base[k][0] == 0.5 and wide[k][0] == 2.0 for k in alphas)
+    assert all(np.array_equal(base[k], wide[k]) for k in base if k not in alphas)

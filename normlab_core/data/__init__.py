@@ -19,7 +19,7 @@ from ..outcome import LABELS
 
 PATH = Path(__file__).with_name("experiments.json.gz")
 FORMAT, VERSION = "normlab-experiments", 1
-BASE = {"norm": "layer_norm", "qk_norm": False, "deepnorm": False}   # what an unnamed config field means
+BASE = {"norm": "layer_norm", "qk_norm": False, "deepnorm": False, "dyt_alpha": 0.5}   # unnamed config fields
 
 
 class Experiments:
@@ -33,7 +33,7 @@ class Experiments:
         self.update_size = data.get("update_size", {})
 
     def select(self, **want) -> list[dict]:
-        """Every run whose config fields, lr, warmup, steps or seed equal `want` (unnamed norm/qk_norm/deepnorm
+        """Every run whose config fields, lr, warmup, steps or seed equal `want` (unnamed norm/qk_norm/deepnorm/dyt_alpha
         fields take their plain values, unnamed steps the settings' steps), ordered by seed."""
         want = {**BASE, "steps": self.settings["steps"], **want}
         out = []
