@@ -118,7 +118,8 @@ def _11(rng):
                           vocab=rng.randint(2, 6), seq_len=rng.randint(1, 4)),
             "CHECK_BATCH": rng.randint(1, 6),
             "LIVE": dict(depth=rng.randint(1, 3), placement=rng.choice(["post", "pre"]), lr=rng.choice([1e-3, 1e-2]),
-                         warmup=rng.choice([0.0, 0.15]), steps=rng.randint(1, 30), seed=rng.randint(0, 9))}
+                         warmup=rng.choice([0.0, 0.15]), steps=rng.randint(1, 30), seed=rng.randint(0, 9)),
+            "COSINE_DEPTH": rng.randint(1, 48)}
 
 
 DRAW = {"01_what_you_will_learn": _01, "02_the_problem": _02, "03_mean_and_variance": _03, "04_layer_norm": _04,

@@ -33,8 +33,8 @@ class Experiments:
         self.update_size = data.get("update_size", {})
 
     def select(self, **want) -> list[dict]:
-        """Every run whose config fields, lr, warmup, steps or seed equal `want` (unnamed norm/qk_norm/deepnorm/dyt_alpha
-        fields take their plain values, unnamed steps the settings' steps), ordered by seed."""
+        """Every run whose config fields, lr, warmup, steps or seed equal `want` (unnamed fields of BASE take their
+        plain values, unnamed steps the settings' steps), ordered by seed."""
         want = {**BASE, "steps": self.settings["steps"], **want}
         out = []
         for r in self.runs:
