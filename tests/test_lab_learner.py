@@ -212,3 +212,54 @@ def test_the_learners_server_sets_tcp_nodelay_on_kernel_websockets(monkeypatch):
     conn._trait_values["websocket_handler"] = Handler()
     assert cls.connect(conn) == "done"
     assert calls == [("nodelay", True), "connect"]
+
+
+def test_the_learners_server_shuts_down_kernels_left_idle_without_a_browser(tmp_path):
+    """lab/learner/jupyter_server_config.py culls a kernel nobody is connected to after 30 idle minutes: a real
+    kernel, started by jupyter_server's MappingKernelManager with that configuration, is kept while a browser is
+    connected, while it runs a cell, and before its 30 minutes are up, and is shut down after them."""
+    import asyncio
+    from datetime import timedelta
+
+    from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
+    from jupyter_server._tz import utcnow
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT / "lab" / "learner")).load_config()
+
+    async def scenario():
+        manager = MappingKernelManager(config=config, root_dir=str(tmp_path))
+        kid = await manager.start_kernel(kernel_name="python3", path="")
+        kernel = manager.get_kernel(kid)
+        try:
+            def idle_for(minutes, state="idle", connections=0):
+                kernel.last_activity = utcnow() - timedelta(minutes=minutes)
+                kernel.execution_state = state
+                manager._kernel_connections[kid] = connections
+
+            kept = []
+            for minutes, state, connections in ((29, "idle", 0), (31, "idle", 1), (31, "busy", 0)):
+                idle_for(minutes, state, connections)
+                await manager.cull_kernel_if_idle(kid)
+                kept.append(kid in manager)
+            idle_for(31)
+            await manager.cull_kernel_if_idle(kid)
+            return kept, kid in manager
+        finally:
+            if kid in manager:
+                await manager.shutdown_kernel(kid, now=True)
+
+    kept, still_there = asyncio.run(scenario())
+    assert kept == [True, True, True] and not still_there
+
+
+def test_jupyterlab_fetches_no_news_and_checks_for_no_updates():
+    """The settings `make venv` installs (lab-settings/overrides.json) answer JupyterLab's news question with Never,
+    so no pop-up asks a learner and no request leaves the machine; they pass the settings schema's allowed values."""
+    overrides = json.loads((ROOT / "lab-settings" / "overrides.json").read_text())
+    notification = overrides["@jupyterlab/apputils-extension:notification"]
+    schema = json.loads((Path(sys.prefix) / "share/jupyter/lab/schemas/@jupyterlab/apputils-extension/"
+                         "notification.json").read_text())["properties"]
+    assert notification == {"fetchNews": "false", "checkForUpdates": False}
+    assert {"const": "false", "title": "Never"} in schema["fetchNews"]["oneOf"]
+    assert schema["checkForUpdates"]["type"] == "boolean"

@@ -19,3 +19,11 @@ class NoDelayKernelConnection(ZMQChannelsWebsocketConnection):
 
 c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
 c.ServerApp.kernel_websocket_connection_class = NoDelayKernelConnection
+
+# Kernels whose notebook was closed keep running in JupyterLab (closing a tab does not shut its kernel down), and a
+# tour of the book left a dozen of them holding memory. A kernel with no browser connected that has been idle for
+# 30 minutes is shut down; a connected kernel, or one still running a cell (a long train()), is left alone.
+c.MappingKernelManager.cull_idle_timeout = 1800
+c.MappingKernelManager.cull_interval = 300
+c.MappingKernelManager.cull_connected = False
+c.MappingKernelManager.cull_busy = False
