@@ -221,8 +221,8 @@ def test_the_learners_server_shuts_down_kernels_left_idle_without_a_browser(tmp_
     import asyncio
     from datetime import timedelta
 
-    from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
     from jupyter_server._tz import utcnow
+    from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT / "lab" / "learner")).load_config()
