@@ -37,6 +37,22 @@ def activations(seed: int = 23) -> np.ndarray:
 
 BATCHES = activations()
 
+
+def long_sequences(seq_len: int, rho: float = 0.0, *, features: int = 4, n_draws: int = N_DRAWS,
+                   batch: int = MAX_BATCH, seed: int = 23) -> np.ndarray:
+    """(n_draws, batch, seq_len, features) activations like `activations`, with position t following position
+    t % 6's statistics and neighbouring tokens correlated by rho (an AR(1) chain); example 0 is tracked."""
+    rng = np.random.default_rng(seed)
+    e = rng.standard_normal((seq_len, n_draws, batch, features))
+    z = np.empty_like(e)
+    z[0] = e[0]
+    for t in range(1, seq_len):                       # each z[t] stays standard normal, correlated rho with z[t-1]
+        z[t] = rho * z[t - 1] + np.sqrt(1 - rho * rho) * e[t]
+    z = np.moveaxis(z, 0, 2)
+    z[:, 0] = z[0, 0]
+    pos = np.arange(seq_len) % POS_MEAN.size
+    return POS_MEAN[pos][None, None, :, None] + POS_STD[pos][None, None, :, None] * z
+
 # Section 23.6: 41 values drawn once from a standard normal (seed 0), centred, scaled to std 1 and sorted, so a plot
 # of them reads as a smooth rising curve. Unevenly spaced on purpose: an evenly spaced ramp can line up with a
 # format's evenly spaced levels at particular offsets and look misleadingly exact there.

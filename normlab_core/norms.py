@@ -1,4 +1,5 @@
-"""Forward passes: LayerNorm and RMSNorm over the last axis, BatchNorm over axis 0.
+"""Forward passes: LayerNorm and RMSNorm over the last axis, BatchNorm over axis 0 (and, for section 23.2's
+contrast, BatchNorm's training and inference modes with running statistics, and with a padding mask).
 
 These are the reference functions the book shows and the tests check against the reference programs. Dtypes:
 float32 and float64 input is computed in its own dtype (sums in float64, as the reference programs' C `double`
@@ -12,11 +13,12 @@ two is exact, so for every other input the results are bit for bit those of the 
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
 
-from ._checks import as_float_array, check_eps, check_param, check_sum_dtype, result_dtype
+from ._checks import as_float_array, check_eps, check_param, check_positive_int, check_sum_dtype, result_dtype
 from .stats import row_mean
 
 
@@ -120,3 +122,98 @@ def tracked_outputs(batch: int, x=None) -> tuple[np.ndarray, np.ndarray]:
 
     x = BATCHES if x is None else as_float_array(x, min_ndim=4)
     return batch_norm_sequences(x[:, :batch])[:, 0, :, 0], layer_norm(x[:, :batch])[:, 0, :, 0]
+
+
+def check_momentum(momentum) -> float:
+    """Return momentum as a float in [0, 1] (the weight of the new batch in a running statistic)."""
+    if isinstance(momentum, bool) or not isinstance(momentum, numbers.Real):
+        raise TypeError(f"momentum must be a real number in [0, 1], got {type(momentum).__name__} {momentum!r}")
+    if not 0 <= float(momentum) <= 1:
+        raise ValueError(f"momentum must be in [0, 1], got {momentum!r}")
+    return float(momentum)
+
+
+def check_running(mean, var, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return running_mean and running_var as float64 (D,) arrays; the variance must be >= 0."""
+    mean, var = as_float_array(mean, "running_mean"), as_float_array(var, "running_var")
+    for name, arr in (("running_mean", mean), ("running_var", var)):
+        if arr.shape != (dim,):
+            raise ValueError(f"{name} must have shape (D,) = ({dim},), one value per feature of x, got {arr.shape}")
+    if np.any(var < 0):
+        raise ValueError(f"running_var must be >= 0 in every feature, got a minimum of {float(var.min())!r}")
+    return mean.astype(np.float64), var.astype(np.float64)
+
+
+def batch_norm_train(x, running_mean, running_var, momentum: float = 0.1, eps: float = 1e-5):
+    """Training-mode BatchNorm of x (..., D), per feature over all other axes: y (x.shape) and the updated
+    running mean and variance (D,), new = (1 - momentum) * old + momentum * batch (unbiased batch variance)."""
+    x = as_float_array(x, min_ndim=2)
+    eps, momentum = check_eps(eps), check_momentum(momentum)
+    flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    n = flat.shape[0]
+    if n < 2:
+        raise ValueError(f"x has {n} value per feature; training mode needs at least 2 (its unbiased variance "
+                         "divides by n - 1)")
+    mean_old, var_old = check_running(running_mean, running_var, x.shape[-1])
+    mean = flat.mean(axis=0)
+    var = ((flat - mean) ** 2).mean(axis=0)                     # the biased variance normalizes the batch
+    y = batch_norm(x.reshape(-1, x.shape[-1]), eps=eps).reshape(x.shape)
+    new_mean = (1 - momentum) * mean_old + momentum * mean
+    new_var = (1 - momentum) * var_old + momentum * var * n / (n - 1)   # the unbiased one is kept
+    return y, new_mean, new_var
+
+
+def batch_norm_eval(x, running_mean, running_var, eps: float = 1e-5) -> np.ndarray:
+    """Inference-mode BatchNorm of x (..., D): (x - running_mean) / sqrt(running_var + eps), whatever the batch."""
+    x = as_float_array(x)
+    eps = check_eps(eps)
+    mean, var = check_running(running_mean, running_var, x.shape[-1])
+    if np.any(var + eps == 0):
+        raise ValueError("running_var + eps is zero in some feature; give eps > 0")
+    return ((x - mean) / np.sqrt(var + eps)).astype(x.dtype, copy=False)
+
+
+def running_stats(batches, momentum: float = 0.1, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
+    """Running mean and variance (D,) after one training-mode step on each batch (..., D) of the iterable
+    `batches`, starting from mean 0 and variance 1 (torch.nn.BatchNorm1d's initial values)."""
+    mean = var = None
+    for batch in batches:
+        batch = as_float_array(batch, "batches", min_ndim=2)
+        if mean is None:
+            mean, var = np.zeros(batch.shape[-1]), np.ones(batch.shape[-1])
+        _, mean, var = batch_norm_train(batch, mean, var, momentum, eps)
+    if mean is None:
+        raise ValueError("batches is empty; running statistics need at least one batch")
+    return mean, var
+
+
+def batch_norm_masked(x, mask, eps: float = 1e-5) -> np.ndarray:
+    """BatchNorm of x (..., D) per feature over the tokens where mask (x.shape[:-1], bool) is True; 0 elsewhere."""
+    x = as_float_array(x, min_ndim=2)
+    eps = check_eps(eps)
+    mask = np.asarray(mask)
+    if mask.dtype != bool or mask.shape != x.shape[:-1]:
+        raise ValueError(f"mask must be a boolean array of shape x.shape[:-1] = {x.shape[:-1]}, "
+                         f"got dtype {mask.dtype} and shape {mask.shape}")
+    if not mask.any():
+        raise ValueError("mask selects no token; at least one must be True")
+    y = np.zeros_like(x)
+    y[mask] = batch_norm(x[mask], eps=eps)
+    return y
+
+
+def future_influence(x, source: int, delta: float = 1e-4, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
+    """Central-difference derivative of example 0's feature-0 output at every position (T,) with respect to
+    feature 0 of its token at position `source`, for x (B, T, D): under BatchNorm over batch and positions, and
+    under LayerNorm."""
+    x = as_float_array(x, min_ndim=3).astype(np.float64)
+    if x.ndim != 3:
+        raise ValueError(f"x must have shape (B, T, D), got {x.shape}")
+    source = check_positive_int(source, "source", lo=0)
+    if source >= x.shape[1]:
+        raise ValueError(f"source must be a position 0 to {x.shape[1] - 1}, got {source}")
+    up, down = x.copy(), x.copy()
+    up[0, source, 0] += delta
+    down[0, source, 0] -= delta
+    return tuple((norm(up)[0, :, 0] - norm(down)[0, :, 0]) / (2 * delta)
+                 for norm in (lambda z: batch_norm_sequences(z, eps), lambda z: layer_norm(z, eps=eps)))

@@ -69,7 +69,9 @@ def _01(rng):
 def _02(rng):
     return {"GAIN_UP": round(rng.uniform(1.01, 1.5), 3), "GAIN_DOWN": round(rng.uniform(0.5, 0.99), 3),
             "DEPTH": rng.randint(1, 96), "DEEP_DEPTH": rng.randint(1, 192), "X0": vector(rng),
-            "BATCH": rng.randint(1, 64), "BATCH_SIZES": tuple(sorted(rng.sample(range(1, 65), rng.randint(1, 6))))}
+            "BATCH": rng.randint(1, 64), "BATCH_SIZES": tuple(sorted(rng.sample(range(1, 65), rng.randint(1, 6)))),
+            "SEQ_LEN": rng.randint(2, 256), "LONG_D": rng.randint(2, 16), "RHO": round(rng.uniform(0, 0.99), 2),
+            "MOMENTUM": round(rng.uniform(0, 1), 2), "TRAIN_STEPS": rng.randint(1, 50)}
 
 
 def _03(rng):
