@@ -2,7 +2,10 @@
 
 from .backward import (
     layer_norm_backward,
+    layer_norm_backward_from_cache,
     layer_norm_backward_saved,
+    layer_norm_cache_bytes,
+    layer_norm_forward,
     layer_norm_param_grads,
     rms_norm_backward,
     rms_norm_param_grad,
@@ -17,7 +20,10 @@ __all__ = [
     "batch_norm",
     "layer_norm",
     "layer_norm_backward",
+    "layer_norm_backward_from_cache",
     "layer_norm_backward_saved",
+    "layer_norm_cache_bytes",
+    "layer_norm_forward",
     "layer_norm_param_grads",
     "layer_norm_stats",
     "length",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_param, check_same_shape, result_dtype
+from ._checks import as_float_array, check_param, check_positive_int, check_same_shape, result_dtype
 from .norms import layer_norm_stats, rms_norm_stats
 from .stats import row_mean
 
@@ -66,6 +66,61 @@ def layer_norm_param_grads(dy, x, eps: float = 1e-5) -> tuple[np.ndarray, np.nda
     x_hat, _ = layer_norm_stats(x, eps)
     lead = tuple(range(x.ndim - 1))
     return np.sum(dy * x_hat, axis=lead).astype(out_dtype), np.sum(dy, axis=lead).astype(out_dtype)
+
+
+def layer_norm_forward(x, gamma=None, beta=None, eps: float = 1e-5) -> tuple[np.ndarray, tuple]:
+    """(y, cache) of layer_norm on x (..., D): cache = (x, mean, rstd), mean and rstd (..., 1), 2 numbers a row."""
+    out_dtype = result_dtype(x)
+    x = as_float_array(x)
+    gamma = check_param(gamma, "gamma", x.shape[-1], x.dtype, "layer_norm_forward")
+    beta = check_param(beta, "beta", x.shape[-1], x.dtype, "layer_norm_forward")
+    x_hat, rstd = layer_norm_stats(x, eps)
+    y = x_hat if gamma is None else x_hat * gamma
+    y = y if beta is None else y + beta
+    return y.astype(out_dtype, copy=False), (x.astype(out_dtype, copy=False), row_mean(x), rstd)
+
+
+def layer_norm_backward_from_cache(dy, cache, gamma=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx (..., D), dgamma (D,), dbeta (D,)) from dy (..., D) and layer_norm_forward's cache; x_hat is recomputed."""
+    x, mean, rstd = _check_cache(cache)
+    out_dtype = result_dtype(cache[0])
+    dy = as_float_array(dy, "dy").astype(x.dtype, copy=False)
+    check_same_shape(dy, x, "dy", "cache x")
+    gamma = check_param(gamma, "gamma", x.shape[-1], x.dtype, "layer_norm_backward_from_cache")
+    g = dy if gamma is None else dy * gamma
+    x_hat = (x - mean) * rstd                          # D numbers a row, rebuilt from x and the 2 cached ones
+    lead = tuple(range(x.ndim - 1))
+    dx, dgamma, dbeta = _input_grad(g, x_hat, rstd), np.sum(dy * x_hat, axis=lead), np.sum(dy, axis=lead)
+    return tuple(a.astype(out_dtype, copy=False) for a in (dx, dgamma, dbeta))
+
+
+def _check_cache(cache):
+    """Check layer_norm_forward's cache: a tuple (x (..., D), mean (..., 1), rstd (..., 1)) of finite numbers."""
+    if not isinstance(cache, tuple) or len(cache) != 3:
+        raise TypeError(f"cache must be the tuple (x, mean, rstd) that layer_norm_forward returns, got "
+                        f"{type(cache).__name__}" + (f" of length {len(cache)}" if isinstance(cache, tuple) else ""))
+    x = as_float_array(cache[0], "cache x")
+    mean, rstd = (_row_stat(a, name, x) for a, name in ((cache[1], "cache mean"), (cache[2], "cache rstd")))
+    if np.any(rstd < 0):
+        raise ValueError("cache rstd holds negative values; it is 1 / sqrt(var + eps), which is positive")
+    return x, mean, rstd
+
+
+def _row_stat(a, name, x):
+    """Check one per-row statistic: finite numbers of shape x.shape[:-1] + (1,), in x's dtype."""
+    a = as_float_array(a, name, min_ndim=0).astype(x.dtype, copy=False)
+    want = x.shape[:-1] + (1,)
+    if a.shape != want:
+        raise ValueError(f"{name} must have shape {want} (x's shape with its last axis 1), got {a.shape}")
+    return a
+
+
+def layer_norm_cache_bytes(rows: int, width: int, itemsize: int = 4) -> dict:
+    """Bytes a LayerNorm over rows x width keeps for its backward pass besides x, for each choice of what to keep."""
+    rows, width = check_positive_int(rows, "rows"), check_positive_int(width, "width")
+    itemsize = check_positive_int(itemsize, "itemsize")
+    per_row = {"x_hat and rstd": width + 1, "mean and rstd": 2, "nothing": 0}
+    return {what: n * rows * itemsize for what, n in per_row.items()}
 
 
 def rms_norm_backward(dy, x, gamma=None, eps: float = 1e-5) -> np.ndarray:
