@@ -132,9 +132,12 @@ bench: $(STAMP)
 	@test -f _build/html/index.html || $(MAKE) book
 	MPLBACKEND=Agg $(BIN)/python scripts/bench_browser.py
 
-# The training lab's runs ("Does it train?"): every study of scripts/experiments.py on one worker process per core,
-# with a progress bar; writes normlab_core/data/experiments.json.gz (the book only reads it). About 30 min on two
-# quiet cores; finished runs are cached in _build/experiments-cache/, so an interrupted run resumes.
+# The training lab's runs ("Does it train?"): every study of scripts/experiments.py as jobs on Dask distributed, with a
+# progress bar; writes normlab_core/data/experiments.json.gz (the book only reads it). By default a LocalCluster of one
+# single-threaded worker process per core (about 30 min on two quiet cores); DASK_SCHEDULER=tcp://host:8786 sends the
+# jobs to a running cluster instead, whose scheduler and workers (started with --nthreads 1) need this tree's code
+# and requirements (README, "Training runs"). Finished runs are cached in _build/experiments-cache/, each as it
+# arrives, so an interrupted run resumes.
 experiments: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m scripts.experiments
 

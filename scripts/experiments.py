@@ -1,11 +1,16 @@
 """`make experiments`: train the grid and the variant studies of "Does it train?" and store them as data.
 
-Every run is one `normlab_core.training.run`; the runs are shared out over a pool of worker processes (one per
-core, one BLAS thread each) with a progress bar. The result is normlab_core/data/experiments.json.gz: the book reads
-it and never trains. Finished runs are also kept in _build/experiments-cache/ under a hash of the code and the
-settings, so an interrupted `make experiments` picks up where it stopped, and a change of the model starts afresh.
+Every run is one `normlab_core.training.run`, a job of its own on Dask distributed, with a progress bar: by default
+a `distributed.LocalCluster` on this machine (one single-threaded worker process per core, or --workers N), or the
+running cluster whose scheduler address is given by --scheduler or the environment variable DASK_SCHEDULER (as
+dask-jobqueue or dask-kubernetes provide). Each worker trains with one BLAS thread, and before a job it checks that
+it runs the same code, numpy and BLAS as this tree, so the numbers are the same wherever a job ran. The result is
+normlab_core/data/experiments.json.gz: the book reads it and never trains. Finished runs are also kept in
+_build/experiments-cache/ (or --cache DIR) under a hash of the code and the settings, each appended as it arrives,
+so an interrupted `make experiments` picks up where it stopped, and a change of the model starts afresh.
 
-    .venv/bin/python -m scripts.experiments [--workers N] [--only STUDY ...] [--add] [--list] [--out PATH]
+    .venv/bin/python -m scripts.experiments [--workers N] [--scheduler ADDRESS] [--only STUDY ...] [--add]
+                                            [--relabel] [--list] [--out PATH] [--cache DIR]
 
 A study may train longer than STEPS ("steps") or with other seeds than SEEDS ("seeds"). `--add` trains only the
 named studies and merges them into the existing data file, keeping every other run (and the update-size study) as
@@ -20,20 +25,23 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")       # before numpy is imported: 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import ctypes  # noqa: E402
+import functools  # noqa: E402
 import gzip  # noqa: E402
 import hashlib  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+import socket  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from normlab_core import data, outcome, training  # noqa: E402
+from normlab_core._threads import one_blas_thread  # noqa: E402
 from normlab_core.transformer import Config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,6 +176,19 @@ def job_key(job: dict) -> str:
     return json.dumps(job, sort_keys=True)
 
 
+def record_key(rec: dict) -> str:
+    """The key of the job a record (of the cache or the data file) is the run of, as the record shows it."""
+    return job_key({k: rec[k] for k in _job_fields(rec)})
+
+
+def stored_key(job: dict) -> str:
+    """record_key of the record that run_job makes of `job` (a training run's record names the final_norm that
+    Config resolved), so that a job finds its record in the cache."""
+    if job["kind"] == "train":
+        job = {**job, "config": {**job["config"], "final_norm": Config(**job["config"]).final_norm}}
+    return job_key(job)
+
+
 def jobs_for(names, update: bool = True) -> list[dict]:
     """The distinct training jobs of the named studies in their order, then (with `update`) the update-size jobs.
     A job names its "steps" only when they are not STEPS, so the jobs of the 500-step studies keep their keys."""
@@ -241,12 +262,122 @@ def run_job(job: dict) -> dict:
     }
 
 
-def code_hash() -> str:
-    """A hash of the code and settings the runs depend on: cached runs of other code are not reused."""
+def code_hash(dirs: dict | None = None) -> str:
+    """A hash of the code and settings the runs depend on: cached runs of other code are not reused. `dirs` maps a
+    top folder of CODE ("normlab_core", "scripts") to where its files are read (default: this tree)."""
+    dirs = dirs or {}
     h = hashlib.sha256(json.dumps(SETTINGS, sort_keys=True).encode())
     for rel in CODE:
-        h.update((ROOT / rel).read_bytes())
+        top, name = rel.split("/", 1)
+        h.update((Path(dirs[top]) / name if top in dirs else ROOT / rel).read_bytes())
     return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint() -> dict:
+    """What a run's numbers depend on besides its job, in this process: code_hash over the files it imports
+    (normlab_core's and this script's), numpy's version and its SIMD loops, and the BLAS library (version, kernels).
+    Taken once a process, the first time it is asked: a worker whose files change under it keeps the code it loaded."""
+    from threadpoolctl import threadpool_info
+
+    import normlab_core
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+        simd = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+    except ImportError:      # (another numpy layout: its version still has to match)
+        simd = None
+    blas = [[p.get("internal_api"), p.get("version"), p.get("architecture")]
+            for p in threadpool_info() if p["user_api"] == "blas"]
+    dirs = {"normlab_core": Path(normlab_core.__file__).parent, "scripts": Path(__file__).parent}
+    return {"code": code_hash(dirs), "numpy": np.__version__, "simd": simd, "blas": blas}
+
+
+def expected() -> dict:
+    """The fingerprint every worker must have: this process's, with the code of this tree (the cache's hash)."""
+    return {**fingerprint(), "code": code_hash()}
+
+
+def differences(have: dict, want: dict) -> str:
+    """What differs between a worker's fingerprint and the expected one, in words ("" if nothing)."""
+    return ", ".join(f"{k} {have.get(k)} (expected {want[k]})" for k in want if have.get(k) != want[k])
+
+
+def work(job: dict, want: dict) -> dict:
+    """Run one job on a Dask worker, with one BLAS thread: first check that this worker runs the code, numpy and
+    BLAS of `want` (the client's, so that its numbers are those of a local run), and raise RuntimeError if not."""
+    diff = differences(fingerprint(), want)
+    if diff:
+        import normlab_core
+
+        raise RuntimeError(f"the worker on {socket.gethostname()} (normlab_core from "
+                           f"{Path(normlab_core.__file__).parent}) runs other code than the client: {diff}")
+    tune_allocator()
+    with one_blas_thread():
+        return run_job(job)
+
+
+@contextlib.contextmanager
+def dask_client(workers: int | None = None, scheduler: str | None = None):
+    """A distributed.Client and the words for its cluster: the running scheduler at `scheduler` (waiting for
+    `workers` workers first if given), or else a new LocalCluster of `workers` (default: one per core)
+    single-threaded worker processes on this machine, closed at the end."""
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        with Client(scheduler) as client:
+            if workers:
+                client.wait_for_workers(workers)
+            yield client, f"the Dask scheduler at {scheduler}"
+        return
+    n = workers or len(os.sched_getaffinity(0))
+    # (no memory limit: the workers are never paused or restarted halfway through a run; the scheduler's web page,
+    # if bokeh is installed, on a free port)
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      memory_limit=0) as cluster, Client(cluster) as client:
+        yield client, "a LocalCluster on this machine"
+
+
+def run_jobs(client, todo: list[dict], cache_file: Path, cached: dict, want: dict) -> tuple[list, list]:
+    """Run `todo` on the cluster of the Dask `client`, longest first; as each one finishes, advance the progress bar
+    and append its record to `cache_file` (and to `cached`) at once, so an interrupted run keeps every finished
+    job. Returns the failed jobs with their errors, and this machine's load averages seen meanwhile."""
+    from distributed import as_completed
+
+    bar = Bar(sum(cost(j) for j in todo), len(todo))
+    futures = [client.submit(work, j, want, priority=len(todo) - i, pure=False) for i, j in enumerate(todo)]
+    job_of = {f.key: j for f, j in zip(futures, todo, strict=True)}
+    loads, failed = [], []
+    with cache_file.open("a") as out:
+        for fut in as_completed(futures):
+            job = job_of.pop(fut.key)
+            loads.append(os.getloadavg()[0])
+            try:
+                rec = fut.result()
+            except Exception as err:  # one failed run must not lose the others
+                failed.append((job, f"{type(err).__name__}: {err}"))
+                bar.advance(cost(job), "FAILED")
+                continue
+            finally:
+                fut.release()
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            cached[stored_key(job)] = rec
+            c = job["config"]
+            bar.advance(cost(job), f"{c.get('placement')} depth {c['depth']} lr {job['lr']:g}")
+    bar.close()
+    return failed, loads
+
+
+def check_workers(client, want: dict) -> list[str]:
+    """The cluster's workers that run other code than `want` (an error each) or more than one thread (a warning)."""
+    problems = [f"error: worker {addr} runs other code than the client: {diff}"
+                for addr, have in client.run(fingerprint).items() if (diff := differences(have, want))]
+    many = sorted(a for a, n in client.nthreads().items() if n > 1)
+    if many:
+        problems.append(f"warning: {len(many)} workers have more than one thread ({', '.join(many[:3])}"
+                        f"{', ...' if len(many) > 3 else ''}): start them with --nthreads 1, one job at a time each")
+    return problems
 
 
 class Bar:
@@ -300,7 +431,11 @@ def assemble(records: list[dict], names) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes")
+    ap.add_argument("--workers", type=int, help="worker processes of the LocalCluster (default: one per core); "
+                    "with a scheduler, the number of workers to wait for before starting")
+    ap.add_argument("--scheduler", default=os.environ.get("DASK_SCHEDULER") or None, metavar="ADDRESS",
+                    help="the address of a running Dask scheduler, e.g. tcp://host:8786 (default: $DASK_SCHEDULER; "
+                    "if neither is set, a LocalCluster on this machine)")
     ap.add_argument("--only", nargs="*", choices=list(STUDIES), help="studies to run (default: all)")
     ap.add_argument("--add", action="store_true", help="train only the --only studies and merge them into the "
                     "existing data file, keeping its other runs")
@@ -308,10 +443,13 @@ def main(argv=None) -> int:
                     "every run of the data file and exit (nothing is trained)")
     ap.add_argument("--list", action="store_true", help="list the jobs and exit")
     ap.add_argument("--out", default=str(data.PATH), help="the data file to write")
+    ap.add_argument("--cache", default=str(CACHE), help="the folder of the resumable cache of finished runs")
     args = ap.parse_args(argv)
     names = args.only or list(STUDIES)
     if args.add and not args.only:
         ap.error("--add needs --only STUDY ...")
+    if args.workers is not None and args.workers < 1:
+        ap.error(f"--workers must be a positive number of worker processes, got {args.workers}")
     jobs = jobs_for(names, update=not args.add)
     if args.relabel:
         stored = data.load(args.out)
@@ -325,53 +463,56 @@ def main(argv=None) -> int:
             print(job_key(j))
         print(f"{len(jobs)} jobs")
         return 0
-    CACHE.mkdir(parents=True, exist_ok=True)
-    cache_file = CACHE / f"{code_hash()}.jsonl"
+    cache_dir = Path(args.cache)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache_file = cache_dir / f"{code_hash()}.jsonl"
     cached = {}
     if cache_file.exists():
         for line in cache_file.read_text().splitlines():
             rec = json.loads(line)
-            cached[job_key({k: rec[k] for k in _job_fields(rec)})] = rec
-    todo = sorted((j for j in jobs if job_key(j) not in cached), key=lambda j: -cost(j))  # longest first
-    print(f"{len(jobs)} jobs ({len(jobs) - len(todo)} cached in {cache_file.relative_to(ROOT)}), "
-          f"{args.workers} workers, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
-    bar = Bar(sum(cost(j) for j in todo), len(todo))
-    start, loads, failed = time.time(), [], []
-    with ProcessPoolExecutor(max_workers=args.workers, initializer=tune_allocator) as pool, cache_file.open("a") as out:
-        futures = {pool.submit(run_job, j): j for j in todo}
-        for fut in as_completed(futures):
-            job = futures[fut]
-            loads.append(os.getloadavg()[0])
-            try:
-                rec = fut.result()
-            except Exception as err:  # one failed run must not lose the others
-                failed.append((job, f"{type(err).__name__}: {err}"))
-                bar.advance(cost(job), "FAILED")
-                continue
-            out.write(json.dumps(rec) + "\n")
-            out.flush()
-            cached[job_key(job)] = rec
-            c = job["config"]
-            bar.advance(cost(job), f"{c.get('placement')} depth {c['depth']} lr {job['lr']:g}")
-    bar.close()
+            cached[record_key(rec)] = rec
+    todo = sorted((j for j in jobs if stored_key(j) not in cached), key=lambda j: -cost(j))  # longest first
+    head = f"{len(jobs)} jobs ({len(jobs) - len(todo)} cached in {_shown(cache_file)})"
+    start, loads, failed, where = time.time(), [], [], "no cluster"
+    if not todo:
+        print(f"{head}, nothing to train", file=sys.stderr)
+    else:
+        with dask_client(args.workers, args.scheduler) as (client, where):
+            want = expected()
+            problems = check_workers(client, want)
+            for line in problems:
+                print(line, file=sys.stderr)
+            if any(line.startswith("error") for line in problems):
+                return 1
+            where = f"{len(client.nthreads())} workers of {where}"
+            print(f"{head}, on {where}, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
+            failed, loads = run_jobs(client, todo, cache_file, cached, want)
     wall = time.time() - start
     if failed:
         for job, err in failed:
             print(f"FAILED {job_key(job)}: {err}", file=sys.stderr)
         return 1
-    content = assemble([cached[job_key(j)] for j in jobs], names)
+    content = assemble([cached[stored_key(j)] for j in jobs], names)
     if args.add:
         content = merged(data.load(args.out), content, names)
     path = Path(args.out)
     content = relabelled(content)
     _write(path, content)
-    trained = [cached[job_key(j)] for j in jobs if j["kind"] == "train"]
+    trained = [cached[stored_key(j)] for j in jobs if j["kind"] == "train"]
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB), {len(trained)} training runs; "
-          f"{_clock(wall)} wall time for {len(todo)} new jobs on {args.workers} workers, load average "
+          f"{_clock(wall)} wall time for {len(todo)} new jobs on {where}, load average "
           f"{min(loads, default=0):.2f}..{max(loads, default=0):.2f} (median {np.median(loads or [0]):.2f})",
           file=sys.stderr)
     _summary(content)
     return 0
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the tree if it is in it, else as it is."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def relabelled(content: dict) -> dict:
@@ -391,8 +532,7 @@ def merged(old: data.Experiments, new: dict, names) -> dict:
     """The stored file's content with the studies `names` replaced by those of `new`: every other study, its runs
     and the update-size study are kept as stored, and the studies stay in the order of STUDIES."""
     def key(r):
-        r = {"kind": "train", **r}
-        return job_key({k: r[k] for k in _job_fields(r)})
+        return record_key({"kind": "train", **r})
     keys = {key(r) for r in new["runs"]}
     runs = [r for r in old.runs if key(r) not in keys]
     studies = {**{n: s for n, s in old.studies.items() if n not in names}, **new["studies"]}
@@ -420,4 +560,11 @@ def _summary(content: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as the module scripts.experiments, whichever way it was started (`python -m scripts.experiments` or
+    # `python scripts/experiments.py`): the Dask workers then import the functions they run, `work` and
+    # `fingerprint`, by that name from the same tree (the LocalCluster's workers get this sys.path).
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from scripts import experiments
+
+    sys.exit(experiments.main())
