@@ -59,7 +59,7 @@ def test_page_table_equals_the_data():
     header, body = page_table(PAGE)
     assert header == ["Model"] + [c["label"] for c in DATA["columns"]]
     assert [row[0] for row in body] == [m["model"] for m in DATA["models"]]
-    for row, m in zip(body, DATA["models"]):
+    for row, m in zip(body, DATA["models"], strict=True):
         assert row[1:] == [m[k]["text"] for k in KEYS], m["model"]
 
 
