@@ -197,7 +197,7 @@ class Tab:
         self.page.goto(self.url, wait_until="load", timeout=60000)  # a loaded 2-core CI machine can be slow
         if settle:
             wait_for_mathjax(self.page)
-            self.page.wait_for_load_state("networkidle")
+            self.page.wait_for_load_state("networkidle", timeout=90000)  # MathJax and frames on a busy machine
 
     @property
     def all_problems(self) -> list[str]:

@@ -377,7 +377,7 @@ def test_lab_as_a_learner_uses_it(lab, expected):
     tab = LabPage(browser, server)
     try:
         tab.open(LEARNER)
-        other = tab.page.wait_for_selector(ROOTS + ".nl-pre-post-fd-error", timeout=30000)
+        other = tab.page.wait_for_selector(ROOTS + ".nl-pre-post-fd-error", timeout=90000)
         p.evaluate("""() => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = 2;
                               return window.jupyterapp.commands.execute('notebook:create-output-view'); }""")
         fd.query_selector("[data-i='0']").focus()
@@ -425,7 +425,7 @@ def test_lab_as_a_learner_uses_it(lab, expected):
         phone.open(LEARNER)
         phone.page.evaluate("""() => { const shell = window.jupyterapp.shell; shell.mode = 'single-document';
                                        shell.collapseLeft(); shell.collapseRight(); }""")
-        small = phone.page.wait_for_selector(ROOTS + ".nl-pre-post-fd-error", timeout=30000)
+        small = phone.page.wait_for_selector(ROOTS + ".nl-pre-post-fd-error", timeout=90000)
         natural = 2 * round(NARROW_IN * DPI)   # the narrow layout, drawn at 2x
         s = wait_for(phone.page, small, f"s.natural === {natural} && s.showing === '4,1'")
         steps = [st for *_, st in plan(get("pre_post_fd_error"))]
