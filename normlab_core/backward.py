@@ -95,7 +95,7 @@ def layer_norm_backward_from_cache(dy, cache, gamma=None) -> tuple[np.ndarray, n
 
 
 def _check_cache(cache):
-    """Check layer_norm_forward's cache: a tuple (x (..., D), mean (..., 1), rstd (..., 1)) of finite numbers."""
+    """Check layer_norm_forward's cache: a tuple (x (..., D), mean (..., 1), rstd (..., 1)), rstd not negative."""
     if not isinstance(cache, tuple) or len(cache) != 3:
         raise TypeError(f"cache must be the tuple (x, mean, rstd) that layer_norm_forward returns, got "
                         f"{type(cache).__name__}" + (f" of length {len(cache)}" if isinstance(cache, tuple) else ""))
@@ -107,7 +107,7 @@ def _check_cache(cache):
 
 
 def _row_stat(a, name, x):
-    """Check one per-row statistic: finite numbers of shape x.shape[:-1] + (1,), in x's dtype."""
+    """Check one per-row statistic: an array of shape x.shape[:-1] + (1,), returned in x's dtype."""
     a = as_float_array(a, name, min_ndim=0).astype(x.dtype, copy=False)
     want = x.shape[:-1] + (1,)
     if a.shape != want:

@@ -16,10 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..outcome import LABELS
+from ..transformer import DYT_ALPHA
 
 PATH = Path(__file__).with_name("experiments.json.gz")
 FORMAT, VERSION = "normlab-experiments", 1
-BASE = {"norm": "layer_norm", "qk_norm": False, "deepnorm": False, "dyt_alpha": 0.5}   # unnamed config fields
+BASE = {"norm": "layer_norm", "qk_norm": False, "deepnorm": False, "dyt_alpha": DYT_ALPHA}   # unnamed config fields
 
 
 class Experiments:
