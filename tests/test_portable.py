@@ -11,6 +11,7 @@ environment variables, so each check below runs in a fresh process under:
 - one or two BLAS threads;
 - with the old kernel, numpy's baseline loops instead of the ones for this processor (`NPY_DISABLE_CPU_FEATURES`).
 
+Frames are compared with one stated tolerance, for antialiasing only (MOST_PIXELS below, and why).
 `make test` runs nbval in the machine's own configuration; these tests add the other combinations. They fail if a
 stored output prints rounding noise (as the gradient check of "Does it train?" once did: 9.8e-10 stored, 9.5e-10
 under the Prescott kernel).
@@ -95,32 +96,68 @@ def test_stored_notebook_outputs_hold_under(name):
 
 DIGESTS = """
 import hashlib, json, sys
+from pathlib import Path
 sys.path.insert(0, "tests")
 from explorable_support import every_state
 from normlab_core.interactive import catalog, get
+folder = Path(sys.argv[1])
 out = {}
 for name in catalog():
     exp = get(name)
     for values in every_state(exp):
         f = exp.render(narrow=False, **values)
-        out[f"{name} {sorted(values.items())!r}"] = [hashlib.sha256(f.png).hexdigest(), repr(f.readouts), f.alt]
+        digest = hashlib.sha256(f.png).hexdigest()
+        (folder / (digest + ".png")).write_bytes(f.png)
+        out[f"{name} {sorted(values.items())!r}"] = [digest, repr(f.readouts), f.alt]
 print(json.dumps(out))
 """
 
+# How far two drawings of the same numbers may differ. On a processor with AVX-512, numpy's float64 log, exp and power
+# (matplotlib's log-scale transform, and gain ** depth) run vectorised loops whose results differ from the baseline
+# loops in the last bit. Measured: 182 of 965 frames' PNG files differ, in gain_depth, teaser_stack_magnitude and
+# backward_fd_step; 100 of them in their pixels, each in at most 3 pixels, by at most 16 of 255 in a channel. A point
+# moved by 1e-16 of its value changes how much of an edge pixel a line covers, nothing a reader can see. So the
+# numbers (readouts, alt text) must be identical, and a PNG may differ only in a few antialiased pixels: the bounds
+# below are ten and four times what was measured.
+MOST_PIXELS = 30
+MOST_CHANNEL_STEP = 64
 
-def frame_digests(name: str) -> dict:
-    out = run([PYTHON, "-c", DIGESTS], name, timeout=1200)
+
+def frame_digests(name: str, folder: Path) -> dict:
+    folder.mkdir()
+    out = run([PYTHON, "-c", DIGESTS, str(folder)], name, timeout=1200)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout)
 
 
-def test_every_frame_is_byte_identical_with_another_kernel_and_numpys_baseline_loops():
+def pixel_difference(a: Path, b: Path) -> tuple[int, int]:
+    """How many pixels of two PNGs of the same size differ, and the largest difference in one channel (0-255)."""
+    import numpy as np
+    from PIL import Image
+
+    x, y = (np.asarray(Image.open(p).convert("RGBA"), dtype=np.int16) for p in (a, b))
+    assert x.shape == y.shape, (a, b, x.shape, y.shape)
+    step = np.abs(x - y).max(axis=-1)
+    return int((step > 0).sum()), int(step.max())
+
+
+def test_every_frame_holds_with_another_kernel_and_numpys_baseline_loops(tmp_path):
     """Every state of every explorable (the frames the book pre-renders, wide layout at 1x; the phone layout draws the
-    same numbers): the same PNG bytes, readouts and alt text as with the machine's own kernel."""
-    own, old = frame_digests("own-kernel-1-thread"), frame_digests("prescott-1-thread-baseline-numpy")
+    same numbers): the same readouts and alt text as with the machine's own kernel and loops, and the same PNG up to
+    the antialiasing bound above (on a processor without AVX-512, byte for byte)."""
+    own = frame_digests("own-kernel-1-thread", tmp_path / "own")
+    old = frame_digests("prescott-1-thread-baseline-numpy", tmp_path / "old")
     assert own.keys() == old.keys() and len(own) > 900
-    differ = [k for k in own if own[k] != old[k]]
-    assert not differ, f"{len(differ)} frames differ, e.g. {differ[:3]}"
+    numbers = [k for k in own if own[k][1:] != old[k][1:]]
+    assert not numbers, f"{len(numbers)} frames show other numbers, e.g. {numbers[:3]}"
+    beyond = []
+    for k in own:
+        if own[k][0] != old[k][0]:
+            pixels, step = pixel_difference(tmp_path / "own" / f"{own[k][0]}.png",
+                                            tmp_path / "old" / f"{old[k][0]}.png")
+            if pixels > MOST_PIXELS or step > MOST_CHANNEL_STEP:
+                beyond.append(f"{k}: {pixels} pixels, up to {step}")
+    assert not beyond, f"{len(beyond)} frames differ beyond antialiasing, e.g. {beyond[:3]}"
 
 
 def test_the_stored_runs_rerun_within_their_tolerance_under_another_kernel():
