@@ -2,7 +2,8 @@
 hyperplane orthogonal to the all-ones vector 1, and with eps = 0 LayerNorm puts P x and RMSNorm puts x itself on
 the sphere of radius sqrt(D); a positive eps pulls each a little inside it.
 
-Vectors x have shape (..., D), the last axis being the features; everything is computed in float64.
+Vectors x have shape (..., D), the last axis being the features; everything is computed in float64, and lengths
+with `stats.length` (numpy's own sum, the same digits on every CPU).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import as_float_array, check_eps, check_positive_int
+from .stats import length
 
 
 def _vectors(x) -> np.ndarray:
@@ -38,7 +40,7 @@ def to_sphere(x) -> np.ndarray:
     """sqrt(D) x / |x| for x (..., D), same shape: the point of the sphere of radius sqrt(D) in x's direction."""
     x = _vectors(x)
     with np.errstate(divide="ignore", invalid="ignore"):   # x = 0 has no direction: 0/0 = NaN
-        return np.sqrt(x.shape[-1]) * x / np.linalg.norm(x, axis=-1, keepdims=True)
+        return np.sqrt(x.shape[-1]) * x / length(x)[..., None]
 
 
 def angle_to_ones(x) -> np.ndarray:
@@ -50,7 +52,7 @@ def angle_to_plane(x) -> np.ndarray:
     """Signed angle in radians between x (..., D) and the plane orthogonal to 1, shape x.shape[:-1]: positive when
     mean(x) > 0, pi/2 along 1 (NaN for x = 0)."""
     x = _vectors(x)
-    up, across = along_ones(x), np.linalg.norm(project(x), axis=-1)
+    up, across = along_ones(x), length(project(x))
     return np.where((up == 0) & (across == 0), np.nan, np.arctan2(up, across))
 
 

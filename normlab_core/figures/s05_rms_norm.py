@@ -10,7 +10,7 @@ from ..examples import VECTOR_A
 from ..geometry import along_ones, angle_to_plane, layer_norm_radius, plane_basis, project, rms_norm_radius
 from ..interactive import Choice, Explorable, Preset, Slider, number, scalar, vector
 from ..norms import layer_norm, rms_norm
-from ..stats import mean_var
+from ..stats import length, mean_var
 from .style import COLORS, label, panels
 
 OFFSETS = np.linspace(-50.0, 200.0, 501)
@@ -138,7 +138,7 @@ def geometry_setup(fig, *, narrow):
     t = np.linspace(0, 2 * np.pi, 241)
     ax_p.plot(ROOT3 * np.cos(t), ROOT3 * np.sin(t), color="0.55", lw=1, label=r"radius $\sqrt{3}$")
     for i in range(3):                         # the shadows of the three coordinate axes
-        d = BASIS[:, i] / np.linalg.norm(BASIS[:, i])
+        d = BASIS[:, i] / float(length(BASIS[:, i]))
         ax_p.plot([0, 2.1 * d[0]], [0, 2.1 * d[1]], color="0.8", lw=0.8)
         ax_p.text(2.2 * d[0], 2.2 * d[1], f"$x_{i + 1}$", ha="center", va="center", fontsize=8, color="0.4")
     (ray_p,) = ax_p.plot([0, 1], [0, 1], ":", color="0.45", lw=1)
@@ -184,7 +184,7 @@ def _plain(v: float, digits: int) -> float:
 
 def _side(v) -> tuple[float, float]:
     """(distance from the line of 1, height along 1) of a 3-vector: its place in the side view."""
-    return float(np.linalg.norm(project(v))), float(along_ones(v))
+    return float(length(project(v))), float(along_ones(v))
 
 
 def geometry_update(art, *, shape, offset, eps):
@@ -192,9 +192,9 @@ def geometry_update(art, *, shape, offset, eps):
     y_ln, y_rms = layer_norm(x, eps=eps), rms_norm(x, eps=eps)
     px = project(x)
     for key, v in (("px_p", px), ("ln_p", y_ln), ("rms_p", project(y_rms))):
-        u = BASIS @ v
+        u = (BASIS * v).sum(axis=-1)   # numpy's own sums: the same digits on every CPU
         art[key].set_data([u[0]], [u[1]])
-    d = BASIS @ px / max(float(np.linalg.norm(px)), 1e-300)
+    d = (BASIS * px).sum(axis=-1) / max(float(length(px)), 1e-300)
     art["ray_p"].set_data([0, FAR * d[0]], [0, FAR * d[1]])
     (r, h), (r_ln, h_ln), (r_rms, h_rms) = _side(x), _side(y_ln), _side(y_rms)
     art["x_s"].set_data([r], [h])
@@ -206,7 +206,7 @@ def geometry_update(art, *, shape, offset, eps):
     art["ray_s"].set_data([0, r * scale], [0, h * scale])
     inside = SIDE_X[0] <= r <= SIDE_X[1] and SIDE_Y[0] <= h <= SIDE_Y[1]
     art["far"].set_text("" if inside else f"x is off the view,\nat height {number(h, 3)}")
-    n_ln, n_rms = (float(np.linalg.norm(y)) for y in (y_ln, y_rms))
+    n_ln, n_rms = (float(length(y)) for y in (y_ln, y_rms))
     dot_ln, dot_rms = (float(np.sum(y)) for y in (y_ln, y_rms))
     a_x, a_rms = (float(np.degrees(angle_to_plane(v))) for v in (x, y_rms))
     mean, var = (float(a) for a in mean_var(x))
@@ -217,7 +217,8 @@ def geometry_update(art, *, shape, offset, eps):
         "x": f"{vec}: mean {number(round(mean, 12), 4)}, |Px| = {number(r, 4)}",
         "|y| (sphere radius √3 = 1.7321)": f"LayerNorm {n_ln:.4f}, RMSNorm {n_rms:.4f}",
         "y · 1": f"LayerNorm {number(round(dot_ln, 10), 4)}, RMSNorm {_plain(dot_rms, 4):.4f}",
-        "angle to the plane": f"x {_plain(a_x, 1):+.1f}°, RMSNorm's y {_plain(a_rms, 1):+.1f}° (the same ray), LayerNorm's y 0°",
+        "angle to the plane": f"x {_plain(a_x, 1):+.1f}°, RMSNorm's y {_plain(a_rms, 1):+.1f}° (the same ray), "
+                              "LayerNorm's y 0°",
         "what eps leaves of √3": f"LayerNorm √(var/(var+eps)) = {f_ln:.4f} (var {number(var, 4)}), RMSNorm "
                                  f"√(ms/(ms+eps)) = {f_rms:.4f} (ms {number(ms, 4)})",
     }
