@@ -2,15 +2,14 @@
  * (scripts/finish_site.py removes it from the other pages); scripts/make_pdf.py also loads it into
  * the pages it prints, for the plain reading of maths in bookmark titles (window.normlab.plainMath).
  *
- * Search. Sphinx builds a result's snippet from the page's text, where maths is still TeX
- *    source such as \(\hat x_j\): maths is replaced by a plain reading that keeps its symbols
- *    (x̂ⱼ keeps its hat, γ, √, Σ), navigation and the print-only header are left out, the snippet
- *    starts at the first word the query names (a Greek letter's name finds the letter: "epsilon"
- *    finds ε), cut at word boundaries, and every result gets one (the start of its section when the
- *    word is only in a formula). Results whose page title names the query come first ("RMSNorm":
- *    23.5 RMSNorm, not the exercises that mention it in a heading).
- * file://. Snippets are fetched from the pages, which browsers refuse for file:// URLs (one CORS
- * error per result). Opened from disk, the search lists results without snippets.
+ * Search. Sphinx's own index splits "QK-norm" into "qk" and "norm", drops ε and σ, and knows pages,
+ *    not sections; its snippets are fetched page by page (which browsers refuse over file://). The
+ *    book searches its own index instead: scripts/search_index.py writes every section's text, with
+ *    maths read as plain symbols (plain_math, the Python twin of plainMath below: x̂ⱼ keeps its hat,
+ *    γ, √, Σ), into _static/normlab-searchindex.js, which search.html loads with a <script> tag in
+ *    place of Sphinx's searchindex.js. Search.query below matches, ranks and shows the results from
+ *    it (how: "Search over the book's own index"); nothing is fetched, so search works the same
+ *    from file:// and over http, snippets included.
  */
 (function () {
   "use strict";
