@@ -19,6 +19,8 @@ Two faces:
   each page with its images and slider frames stays under 3 MB (theme and MathJax files under
   _static are shared by all pages and not counted); no page loads fontawesome.js. It exits 1 and lists
   the problems when a check fails.
+* Both write the book's search index, _static/normlab-searchindex.js (scripts/search_index.py), which
+  search.html loads in place of Sphinx's searchindex.js.
 
 Plain <a href> links to other sites are allowed (launch buttons, references).
 """
@@ -265,6 +267,17 @@ def slim_own_assets(site: Path) -> int:
     return saved
 
 
+def write_search_index(site: Path) -> Path:
+    """The book's search index (scripts/search_index.py): _static/normlab-searchindex.js, loaded by
+    search.html in place of Sphinx's searchindex.js."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("search_index", Path(__file__).with_name("search_index.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_index(Path(site))
+
+
 def _on_build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
         copy_mathjax(Path(app.outdir))
@@ -272,6 +285,7 @@ def _on_build_finished(app, exception) -> None:
         drop_unused_scripts(Path(app.outdir))
         slim_icons(Path(app.outdir))
         light_images(Path(app.outdir))
+        write_search_index(Path(app.outdir))
 
 
 def _link_figures(app, doctree, docname) -> None:
@@ -456,6 +470,7 @@ def main(argv: list[str]) -> int:
     slim_icons(site)
     slim_own_assets(site)
     light_images(site)
+    write_search_index(site)
     problems = check_site(site)
     for p in problems:
         print("finish_site:", p, file=sys.stderr)
