@@ -521,6 +521,18 @@ def confine(limits: Limits) -> tuple[sandbox_limits.Cgroup | None, str]:
                    f"{limits.cpus:g} CPU")
 
 
+def confinement_note(limits: Limits) -> str:
+    """A warning for the instructor when sandboxes cannot be limited as a whole here ("" when they can)."""
+    group, how = confine(limits)
+    release(group, limits)
+    _, no_filter = sandbox_limits.seccomp_filter()
+    notes = ([] if group else [f"WARNING: {how}: memory and the process count are limited per process and per "
+                                "user, so sandboxes running at once share them"])
+    notes += [f"WARNING: seccomp filter off ({no_filter}): the student's code may make namespaces of its own"
+              ] if no_filter else []
+    return "\n".join(notes)
+
+
 # A shell that moves itself into the cgroup, then becomes bubblewrap (or the runner): everything the sandbox
 # starts is in the cgroup from the first instruction on.
 JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
