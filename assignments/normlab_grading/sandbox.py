@@ -10,10 +10,12 @@ The sandbox (`bwrap`, Debian's package `bubblewrap`) gives the student's code a 
   gradebook, `submitted/` or `autograded/` (other students' work), nor the rest of the server.
 
 It has no network (a network namespace of its own, with only a loopback device), its own process and IPC
-namespaces and host name, and runs as an unprivileged user id (65534, "nobody") with no capabilities. Limits:
-time per cell and per check (a SIGALRM interrupt first, then the grader kills the whole sandbox if that is
-ignored), memory (the address space of each process), CPU time, processes and threads, open files, file
-sizes and the size of the writable folders, and the output it may send back (text cut at a cap, with a note).
+namespaces and host name, and runs as an unprivileged user id (65534, "nobody") with no capabilities; a
+seccomp filter (`limits.py`) refuses new namespaces and mounts. Limits: time per cell and per check (a SIGALRM
+interrupt first, then the grader kills the whole sandbox if that is ignored), memory (of the whole sandbox,
+in a cgroup of its own where the machine allows one, and the address space of each process), CPU time,
+processes and threads (per sandbox with a cgroup, else per user id), open files, file sizes and the size of
+the writable folders, and the output it may send back (text cut at a cap, with a note).
 
 Nothing here judges answers: `grade.py` does that with the records this module returns.
 """
