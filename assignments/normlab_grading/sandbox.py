@@ -528,10 +528,12 @@ def confinement_note(limits: Limits) -> str:
     group, how = confine(limits)
     release(group, limits)
     _, no_filter = sandbox_limits.seccomp_filter()
-    notes = ([] if group else [f"WARNING: {how}: memory and the process count are limited per process and per "
-                                "user, so sandboxes running at once share them"])
-    notes += [f"WARNING: seccomp filter off ({no_filter}): the student's code may make namespaces of its own"
-              ] if no_filter else []
+    notes = []
+    if group is None:
+        notes.append(f"WARNING: {how}: memory and the process count are limited per process and per user, so "
+                     "sandboxes running at once share them")
+    if no_filter:
+        notes.append(f"WARNING: seccomp filter off ({no_filter}): the student's code may make namespaces of its own")
     return "\n".join(notes)
 
 
@@ -549,8 +551,11 @@ def release(group, limits: Limits) -> list[str]:
     if group is None:
         return []
     hits = group.hits()
-    group.remove()
     out = []
+    try:
+        group.remove()
+    except OSError as exc:
+        out.append(f"the sandbox's cgroup could not be removed ({exc})")
     if hits["memory"]:
         out.append(f"the sandbox reached its memory limit of {limits.memory_mb} MB "
                    f"({hits['memory']} process(es) killed)")
