@@ -46,7 +46,7 @@ from normlab_grading import hidden_checks, inert, review, sandbox, structure
 NOTEBOOK = "exercises"
 STAGED = ".staged"       # what nbgrader reads in place of submitted/ (the rebuilt notebook, with its outputs)
 GRADER_FILES = ("grade.py", "hidden_checks.py", "runner.py", "sandbox.py", "structure.py", "review.py",
-                "feedback.py", "inert.py")
+                "feedback.py", "inert.py", "limits.py")
 
 
 # --- text a student chose, on a terminal and in a spreadsheet -----------------------------------------------
@@ -163,6 +163,9 @@ class Worker:
         if run.status != "ok":
             what = {"died": "kernel died", "timeout": "timeout", "tampered": "tampering"}[run.status]
             result["status"] = f"FAILED: {what}: {run.reason}"
+        # An honest answer can lose points at a limit of the sandbox as a whole (memory, processes): look.
+        result["review"] += run.hits
+        result["confinement"] = run.confinement
         for v in verdicts.values():
             if v.timed_out:
                 result["review"].append(f"{v.grade_id}: hit the time limit of its checks")
@@ -555,6 +558,9 @@ def grade(course: Path, args) -> int:
                   "(Debian/Ubuntu: apt-get install bubblewrap) or, knowing that student code can then reach every "
                   "file of this account, run with --unsafe-no-sandbox (make grade UNSAFE=1).")
             return 2
+        note = sandbox.confinement_note(limits)
+        if note:
+            print(note)
     jobs = args.jobs or os.cpu_count() or 1
     jobs = max(1, min(jobs, len(todo))) if todo else 1
     print(f"{assignment}: {len(students)} submissions; grading {len(todo)} "
@@ -620,6 +626,8 @@ def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint,
 def finish(api, course: Path, assignment: str, result: dict, mine: str, fingerprint: str, state_dir: Path) -> dict:
     student = result["student"]
     log = [f"student {student}: {result['status']} ({result['seconds']} s)"]
+    if result.get("confinement"):
+        log.append(f"sandbox limits: {result['confinement']}")
     recorded = False
     if result.get("notebook") is not None:
         outcome = record(api, course, assignment, student, result["notebook"])

@@ -10,10 +10,12 @@ The sandbox (`bwrap`, Debian's package `bubblewrap`) gives the student's code a 
   gradebook, `submitted/` or `autograded/` (other students' work), nor the rest of the server.
 
 It has no network (a network namespace of its own, with only a loopback device), its own process and IPC
-namespaces and host name, and runs as an unprivileged user id (65534, "nobody") with no capabilities. Limits:
-time per cell and per check (a SIGALRM interrupt first, then the grader kills the whole sandbox if that is
-ignored), memory (the address space of each process), CPU time, processes and threads, open files, file
-sizes and the size of the writable folders, and the output it may send back (text cut at a cap, with a note).
+namespaces and host name, and runs as an unprivileged user id (65534, "nobody") with no capabilities; a
+seccomp filter (`limits.py`) refuses new namespaces and mounts. Limits: time per cell and per check (a SIGALRM
+interrupt first, then the grader kills the whole sandbox if that is ignored), memory (of the whole sandbox,
+in a cgroup of its own where the machine allows one, and the address space of each process), CPU time,
+processes and threads (per sandbox with a cgroup, else per user id), open files, file sizes and the size of
+the writable folders, and the output it may send back (text cut at a cap, with a note).
 
 Nothing here judges answers: `grade.py` does that with the records this module returns.
 """
@@ -32,6 +34,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from normlab_grading import limits as sandbox_limits
 
 HERE = Path(__file__).resolve().parent
 RUNNER = HERE / "runner.py"
@@ -52,8 +56,9 @@ class Limits:
     submission_seconds: float = 900.0  # the whole submission, wall clock
     grace_seconds: float = 10.0       # after a time limit, how long an ignored interrupt is waited for
     startup_seconds: float = 60.0     # Python, IPython and NumPy starting in the sandbox
-    memory_mb: int = 4096             # address space of each process in the sandbox
+    memory_mb: int = 4096             # memory of the whole sandbox (its cgroup), and address space per process
     processes: int = 64               # processes and threads of one sandbox (the runner uses one)
+    cpus: float = 1.0                 # CPU time per second of wall clock for the sandbox (its cgroup)
     disk_mb: int = 64                 # each of the writable folders (home and /tmp)
     text_cap: int = 100_000           # characters of stdout, and of stderr, kept per cell
     data_cap: int = 2_000_000         # bytes of rich output (images, HTML) kept per cell
@@ -82,6 +87,8 @@ class Run:
     where: str = ""      # the cell or check running when it happened
     log: str = ""        # the sandbox's own stdout and stderr (cut at log_cap)
     seconds: float = 0.0
+    confinement: str = ""  # how the sandbox as a whole was limited (a cgroup, a seccomp filter) or why not
+    hits: list = dataclasses.field(default_factory=list)  # the sandbox's limits it ran into, in sentences
 
 
 # --- the command --------------------------------------------------------------------------------------------
@@ -170,9 +177,9 @@ def _setuid_bwrap() -> bool:
         return False
 
 
-def bwrap_command(limits: Limits, assignment: str = "work", files=()) -> list[str]:
+def bwrap_command(limits: Limits, assignment: str = "work", files=(), seccomp_fd: int | None = None) -> list[str]:
     """The bwrap command line; `files` are (host path, name) pairs: the submission's own files besides the
-    notebook, bound read-only into its working folder."""
+    notebook, bound read-only into its working folder; `seccomp_fd` an open file with the filter to load."""
     env_binds, python, python_env = environment_binds()
     version = bwrap_version()
     cmd = [BWRAP, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -180,6 +187,9 @@ def bwrap_command(limits: Limits, assignment: str = "work", files=()) -> list[st
     if privileged():
         # Root sets up the namespaces; the runner's first act is to become uid 65534, which drops the last
         # two capabilities kept here (needed for that switch) and makes the process limit count.
+        # No user namespace here, so no --disable-userns: bubblewrap maps the sandbox's one user id to the
+        # caller's, and the student's code would then be uid 0 of the machine. The seccomp filter keeps it
+        # from making namespaces instead.
         cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         cmd += ["--unshare-user", "--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED)]
@@ -200,6 +210,8 @@ def bwrap_command(limits: Limits, assignment: str = "work", files=()) -> list[st
     cmd += ["--chdir", f"{HOME}/{assignment}", "--clearenv"]
     for key, value in {**sandbox_environment(), **python_env}.items():
         cmd += ["--setenv", key, value]
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     return cmd + ["--", python, "-s", "-B", INSIDE_RUNNER]
 
 
@@ -269,25 +281,49 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
     `request_for(cell_records)` returns (a dict with `groups`, each with an `id`, a `budget` in seconds, the
     normlab_core modules to trip on, and its `calls`). Returns what came back, checked against the protocol."""
     start = time.monotonic()
+    program, no_filter = sandbox_limits.seccomp_filter() if sandbox else (None, "")
+    filter_file = sandbox_limits.filter_file(program) if program else None
+    try:
+        cmd = (bwrap_command(limits, assignment, files, filter_file.fileno() if filter_file else None)
+               if sandbox else unsafe_command())
+    except BaseException:
+        if filter_file:
+            filter_file.close()
+        raise
+    group, confinement = confine(limits)
+    if sandbox:
+        confinement += "; seccomp filter on" if program else f"; seccomp filter off: {no_filter}"
+    if group:
+        cmd = join_command(group) + cmd
     read_fd, write_fd = os.pipe()
     job = {"result_fd": write_fd, "cells": cells, "cell_limit": limits.cell_seconds,
            "text_cap": limits.text_cap, "data_cap": limits.data_cap}
-    allowed = limits.processes * max(1, concurrent) + 16
-    if sandbox and privileged():
-        job.update(uid=UNPRIVILEGED, gid=UNPRIVILEGED, nproc=allowed)
-    elif sandbox:
-        # The limit counts every process and thread of the (real) user: those already running come on top.
-        job["nproc"] = _tasks_of_this_user() + allowed
-    cmd = bwrap_command(limits, assignment, files) if sandbox else unsafe_command()
+    # Without a cgroup, RLIMIT_NPROC is the process limit: it counts every process of the user id, so it is
+    # shared by the sandboxes running at once.
+    allowed = 0 if group else limits.processes * max(1, concurrent) + 16
+    # The runner sets its own limits (memory, CPU time, file sizes, open files, processes) before any
+    # student code runs; bubblewrap itself is not limited, but it runs in the cgroup from its start.
+    job["rlimits"] = rlimits(limits)
     env = None if sandbox else dict(os.environ, **{k: v for k, v in sandbox_environment().items()
                                                    if k.startswith(("OMP", "OPENBLAS", "MKL", "MPL", "PYTHONH"))})
-    # The runner sets its own limits (memory, CPU time, file sizes, open files, processes) before any
-    # student code runs; bubblewrap itself is not limited.
-    job["rlimits"] = rlimits(limits)
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            pass_fds=(write_fd,), start_new_session=True, env=env,
-                            cwd=None if sandbox else _scratch())
-    os.close(write_fd)
+    passed = (write_fd,) + ((filter_file.fileno(),) if filter_file else ())
+    try:
+        if sandbox and privileged():
+            job.update(uid=UNPRIVILEGED, gid=UNPRIVILEGED, nproc=allowed)
+        elif sandbox and allowed:
+            # The limit counts every process and thread of the (real) user: those already running come on top.
+            job["nproc"] = _tasks_of_this_user() + allowed
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=passed, start_new_session=True, env=env,
+                                cwd=None if sandbox else _scratch())
+    except BaseException:
+        os.close(read_fd)
+        release(group, limits)
+        raise
+    finally:
+        os.close(write_fd)
+        if filter_file:
+            filter_file.close()
 
     def send(obj) -> None:
         data = (json.dumps(obj, allow_nan=True) + "\n").encode()
@@ -460,11 +496,73 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
                 pass
         sel.close()
         os.close(read_fd)
+        hits = release(group, limits)
+    if hits and status == "died":
+        reason += ": " + "; ".join(hits)
     text = log.decode("utf-8", "replace")
     if log_total > len(log):
         text += f"\n[log cut: the sandbox wrote {log_total:,} bytes straight to its stdout/stderr]\n"
     return Run(cells=cell_records, groups=group_records, status=status, reason=reason,
-               where=where if status != "ok" else "", log=text, seconds=time.monotonic() - start)
+               where=where if status != "ok" else "", log=text, seconds=time.monotonic() - start,
+               confinement=confinement, hits=hits)
+
+
+# --- the sandbox as a whole: its cgroup -----------------------------------------------------------------------
+
+def cgroup_tasks(limits: Limits) -> int:
+    """The cgroup's limit on tasks: the student's processes and threads, bubblewrap's two and the runner's."""
+    return limits.processes + 8
+
+
+def confine(limits: Limits) -> tuple[sandbox_limits.Cgroup | None, str]:
+    """A cgroup for one run, and a sentence on how the run is limited as a whole."""
+    group, why = sandbox_limits.open_cgroup(limits.memory_mb << 20, cgroup_tasks(limits), limits.cpus)
+    if group is None:
+        return None, f"per-process limits only (no cgroup: {why})"
+    return group, (f"{group.describe()}: {limits.memory_mb} MB, {cgroup_tasks(limits)} processes and threads, "
+                   f"{limits.cpus:g} CPU")
+
+
+def confinement_note(limits: Limits) -> str:
+    """A warning for the instructor when sandboxes cannot be limited as a whole here ("" when they can)."""
+    group, how = confine(limits)
+    release(group, limits)
+    _, no_filter = sandbox_limits.seccomp_filter()
+    notes = []
+    if group is None:
+        notes.append(f"WARNING: {how}: memory and the process count are limited per process and per user, so "
+                     "sandboxes running at once share them")
+    if no_filter:
+        notes.append(f"WARNING: seccomp filter off ({no_filter}): the student's code may make namespaces of its own")
+    return "\n".join(notes)
+
+
+# A shell that moves itself into the cgroup, then becomes bubblewrap (or the runner): everything the sandbox
+# starts is in the cgroup from the first instruction on.
+JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+
+
+def join_command(group) -> list[str]:
+    return ["/bin/sh", "-c", JOIN, "normlab-join", *group.procs_files(), "--"]
+
+
+def release(group, limits: Limits) -> list[str]:
+    """What the run ran into (in sentences), once whatever is left in its cgroup is killed and the cgroup gone."""
+    if group is None:
+        return []
+    hits = group.hits()
+    out = []
+    try:
+        group.remove()
+    except OSError as exc:
+        out.append(f"the sandbox's cgroup could not be removed ({exc})")
+    if hits["memory"]:
+        out.append(f"the sandbox reached its memory limit of {limits.memory_mb} MB "
+                   f"({hits['memory']} process(es) killed)")
+    if hits["processes"]:
+        out.append(f"the sandbox reached its limit of {cgroup_tasks(limits)} processes and threads "
+                   f"({hits['processes']} refused)")
+    return out
 
 
 def _plain(record):
