@@ -143,7 +143,7 @@ CHECKS = {
         lambda t: "s$ = [" in t and "[-0.5, 1.5, -2.5" not in t],
     ("04_layer_norm", 1): [lambda t: "(here 0.1)" in t and "here $10^{-5}$" not in t],
     ("05_rms_norm", 1): [lambda t: "offset 100.5" not in t],
-    ("09_key_takeaways", 1): [lambda t: "[3, -1, 2, 0.5]" in t and "[100" not in t],
+    ("09_key_takeaways", 1): [lambda t: "(input [3, -1, 2, 0.5], $\\epsilon$ = 0.01)" in t and "[1, 2, 3, 4]" not in t],
 }
 
 
