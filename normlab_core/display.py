@@ -141,23 +141,25 @@ def try_this_markdown(exp, printable: bool = True) -> str:
                                                        for label, p in exp.presets.items()])
 
 
-def try_this(name: str):
-    """The "Try this" list of explorable `name`, as IPython Markdown."""
+def try_this(name: str, **values_and_inputs):
+    """The "Try this" list of explorable `name`, as IPython Markdown, its notices computed from the values and
+    inputs given to show() (pass the same ones)."""
     from IPython.display import Markdown
 
     from .figures import get
 
-    return Markdown(try_this_markdown(get(name), printable=static_mode()))
+    return Markdown(try_this_markdown(get(name).at(**values_and_inputs), printable=static_mode()))
 
 
 def show(name: str, **values_and_inputs):
     """Display explorable `name`: live in a kernel, drawn from the inputs given (for example x=my_vector);
-    pre-rendered over its stops while the book is built (NORMLAB_STATIC=1)."""
+    pre-rendered over its stops while the book is built (NORMLAB_STATIC=1). It starts from the values given (or
+    those its inputs call for), which become stops of its sliders (Explorable.at)."""
     from IPython.display import HTML, display
 
     from .figures import get
     from .interactive.live import LiveView
     from .interactive.static import static_html
 
-    exp = get(name)
-    display(HTML(static_html(exp, **values_and_inputs)) if static_mode() else LiveView(exp, **values_and_inputs))
+    exp = get(name).at(**values_and_inputs)
+    display(HTML(static_html(exp)) if static_mode() else LiveView(exp))

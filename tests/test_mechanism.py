@@ -234,3 +234,30 @@ def test_figure_level_artists_that_update_changes_are_drawn_in_every_frame():
         assert abs(rows.mean() - (1 - v) * img.shape[0]) < 0.02 * img.shape[0], f"v={v}: the line is not at v"
         assert abs(np.nonzero(blue)[1].mean() - (v / 2 + 0.05) * img.shape[1]) < 0.02 * img.shape[1]
 
+
+
+def test_at_starts_from_a_notebooks_values_with_them_as_stops():
+    """A value that is not a stop becomes one (the static book can show it), a stop is not added twice, the
+    defaults give the explorable itself, and the frame at() starts from is the one render() draws there."""
+    exp = toy(start=lambda x: {"scale": float(np.ptp(x))})
+    assert exp.at() is exp and exp.at(x=[1.0, 2.0, 4.0, 9.0]) is exp
+    typed = exp.at(scale=3.0)
+    assert typed.controls["scale"].stops == [0.5, 1.0, 2.0, 3.0, 4.0] and typed.defaults()["scale"] == 3.0
+    assert exp.at(scale=2.0).controls["scale"].stops == [0.5, 1.0, 2.0, 4.0]
+    own = exp.at(x=[0.0, 1.5])   # start: scale = ptp(x) = 1.5
+    assert own.controls["scale"].value == 1.5 and own.preset_values("banded")["scale"] == 1.5
+    assert own.render().png == exp.render(x=[0.0, 1.5], scale=1.5).png
+    assert exp.controls["scale"].stops == [0.5, 1.0, 2.0, 4.0]   # the catalog's explorable is left as it was
+
+
+def test_notices_follow_the_inputs_or_say_they_are_the_defaults():
+    presets = {"big": Preset({"scale": 4.0}, lambda x: f"the largest |y| is {4 * np.abs(x - x.mean()).max():g}"),
+               "banded": Preset({"kind": "band"}, "a darker band, 4 marks", about_default=True)}
+    exp = toy(presets=presets)
+    assert exp.presets["big"].notice == "the largest |y| is 20" and exp.presets["banded"].notice.startswith("a dark")
+    own = exp.at(x=[0.0, 2.0])
+    assert own.presets["big"].notice == "the largest |y| is 4"
+    assert own.presets["banded"].notice == "for the default input: a darker band, 4 marks"
+    assert "the largest |y| is 4" in try_this_markdown(own)
+    with pytest.raises(ValueError, match="one-line notice"):
+        toy(presets={"bad": Preset({}, lambda x: "")})

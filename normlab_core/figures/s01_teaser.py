@@ -89,24 +89,53 @@ def _vector(x) -> str:
     return "[" + ", ".join(number(v) for v in x[:8]) + (", ...]" if x.size > 8 else "]")
 
 
-PRESETS = {
-    "depth 48": Preset({"depth": 48}, (
-        "with no normalization the magnitude is a straight line on the log axis (every layer multiplies it by "
-        "about 1.5); pre-norm's curve bends over and post-norm's stays flat at 2")),
-    "gain 0.1": Preset({"gain": 0.1}, (
-        "a sublayer that adds only a tenth of the stream still compounds: the unnormalized layer 24 multiplies "
-        "by 1.103, close to the 1.1 that section 23.2 starts from (the bias keeps it a little above)")),
-    "gain 0.1, depth 48": Preset({"gain": 0.1, "depth": 48}, (
-        "deeper down the unnormalized factor settles at 1.1003 per layer: a steady exponential")),
-    "gain 1": Preset({"gain": 1.0}, (
-        "the unnormalized stream doubles at every layer (factor 2 at layer 24), while pre-norm's layer 24 adds "
-        "only 3.9% (factor 1.0392): each layer adds a bounded amount to a growing total")),
-    "gain 1, depth 48": Preset({"gain": 1.0, "depth": 48}, (
-        "pre-norm's factor keeps falling toward 1 (1.0202 at layer 48), so its magnitude grows only about "
-        "linearly with depth")),
-    "depth 0": Preset({"depth": 0}, (
-        "the input has length 5.477; post-norm's first layer pulls it down to 2, a factor 0.36515 (the first "
-        "point of its curve on the right), and keeps it there")),
+def _at(x0, gain: float, placement: str, depth: int) -> tuple[float, float]:
+    """(|h| at `depth`, the growth factor of layer `depth`) for this input and gain."""
+    norms = magnitudes(np.asarray(x0, dtype=np.float64), gain)[placement]
+    return float(norms[depth]), float(growth_factors(norms)[max(depth, 1) - 1])
+
+
+def _notice_depth_48(x0):
+    none, pre, post = (_at(x0, 0.5, p, 48) for p in PLACEMENTS)
+    return (f"with no normalization the magnitude is a straight line on the log axis (layer 48 multiplies it by "
+            f"{number(none[1], 3)}); pre-norm's curve bends over and post-norm's stays flat at {number(post[0], 4)}")
+
+
+def _notice_gain_01(x0):
+    return (f"a sublayer that adds only a tenth of the stream still compounds: the unnormalized layer 24 multiplies "
+            f"by {number(_at(x0, 0.1, 'none', 24)[1], 4)} (1.1 would be the gain alone; the bias 0.1 adds to it)")
+
+
+def _notice_gain_01_48(x0):
+    return (f"deeper down the unnormalized factor settles at {number(_at(x0, 0.1, 'none', 48)[1], 5)} per layer: "
+            "a steady exponential")
+
+
+def _notice_gain_1(x0):
+    none, pre = _at(x0, 1.0, "none", 24)[1], _at(x0, 1.0, "pre", 24)[1]
+    return (f"the unnormalized stream doubles at every layer (factor {number(none, 5)} at layer 24), while "
+            f"pre-norm's layer 24 adds only {pre - 1:.1%} (factor {number(pre, 5)}): each layer adds a bounded "
+            "amount to a growing total")
+
+
+def _notice_gain_1_48(x0):
+    return (f"pre-norm's factor keeps falling toward 1 ({number(_at(x0, 1.0, 'pre', 48)[1], 5)} at layer 48), so "
+            "its magnitude grows only about linearly with depth")
+
+
+def _notice_depth_0(x0):
+    start, (post, factor) = _at(x0, 0.5, "none", 0)[0], _at(x0, 0.5, "post", 1)
+    return (f"the input has length {number(start)}; post-norm's first layer takes it to {number(post, 4)}, a factor "
+            f"{number(factor, 5)} (the first point of its curve on the right), and keeps it there")
+
+
+PRESETS = {   # the notices are computed from the input shown (the defaults: STACK_INPUT)
+    "depth 48": Preset({"depth": 48}, _notice_depth_48),
+    "gain 0.1": Preset({"gain": 0.1}, _notice_gain_01),
+    "gain 0.1, depth 48": Preset({"gain": 0.1, "depth": 48}, _notice_gain_01_48),
+    "gain 1": Preset({"gain": 1.0}, _notice_gain_1),
+    "gain 1, depth 48": Preset({"gain": 1.0, "depth": 48}, _notice_gain_1_48),
+    "depth 0": Preset({"depth": 0}, _notice_depth_0),
 }
 
 

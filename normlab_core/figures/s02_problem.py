@@ -17,13 +17,15 @@ from .style import COLORS, label, panels
 MAX_DEPTH = 96
 GAIN_RANGE = (0.8, 1.2)
 MAG_LIM = (1e-10, 1e8)
+GUIDES = ((1.1, "--"), (0.9, ":"))   # the fixed grey curves: gain and line style
+CONTOURS = {-3: "1/1000×", -1: "1/10×", 1: "10×", 3: "1000×"}   # log10 of the factor: label
 
 
 def gain_setup(fig, *, narrow):
     ax_c, ax_m = panels(fig, narrow)
     depths = np.arange(MAX_DEPTH + 1)
     ax_c.axhspan(0.1, 10, color="0.92", zorder=0)
-    for g, ls in ((1.1, "--"), (0.9, ":")):
+    for g, ls in GUIDES:
         ax_c.plot(depths, g ** depths, ls, color="0.55", lw=1, label=f"gain {g}")
     ax_c.axhline(1, color="0.6", lw=0.8)
     (line,) = ax_c.plot(depths, depths * 0 + 1.0, color=COLORS["none"], label="gain g")
@@ -38,8 +40,8 @@ def gain_setup(fig, *, narrow):
     logmag = depths[None, :] * np.log10(gains)[:, None]
     img = ax_m.imshow(logmag, origin="lower", aspect="auto", cmap="PuOr_r", vmin=-6, vmax=6,
                       extent=(0, MAX_DEPTH, *GAIN_RANGE))
-    cs = ax_m.contour(depths, gains, logmag, levels=[-3, -1, 1, 3], colors="k", linewidths=0.7)
-    ax_m.clabel(cs, fmt={-3: "1/1000×", -1: "1/10×", 1: "10×", 3: "1000×"}, fontsize=8)
+    cs = ax_m.contour(depths, gains, logmag, levels=list(CONTOURS), colors="k", linewidths=0.7)
+    ax_m.clabel(cs, fmt=CONTOURS, fontsize=8)
     cbar = fig.colorbar(img, ax=ax_m, ticks=[-6, -3, 0, 3, 6])
     cbar.set_label(r"$\log_{10}(\|h_L\| / \|h_0\|)$")
     (mark,) = ax_m.plot([24], [1.1], "o", mfc="none", mec="k", mew=2, ms=9, clip_on=False)
@@ -58,10 +60,13 @@ def gain_update(art, *, gain, depth):
                                        f"({'growing' if gain > 1 else 'shrinking'})")
     else:
         out["layers per factor 10"] = "never: a gain of exactly 1 keeps the magnitude"
+    (g1, _), (g2, _) = GUIDES
+    times = [t.replace("×", "") for t in CONTOURS.values()]
     alt = (f"Left, log scale: the magnitude factor g^L against depth for g = {number(gain)}, beside dashed and "
-           f"dotted curves for 1.1 and 0.9; at depth {depth} it is {number(curve[depth], 3)}. Right: a colour map "
-           "of log10 of the factor over gain 0.8 to 1.2 and depth 0 to 96, with contours at 1/1000, 1/10, 10 and "
-           f"1000 times and a ring at gain {number(gain)}, depth {depth}.")
+           f"dotted curves for {number(g1)} and {number(g2)}; at depth {depth} it is {number(curve[depth], 3)}. "
+           f"Right: a colour map of log10 of the factor over gain {number(GAIN_RANGE[0])} to "
+           f"{number(GAIN_RANGE[1])} and depth 0 to {MAX_DEPTH}, with contours at {', '.join(times[:-1])} and "
+           f"{times[-1]} times and a ring at gain {number(gain)}, depth {depth}.")
     return out, alt
 
 

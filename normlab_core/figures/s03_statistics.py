@@ -128,30 +128,32 @@ def _stored(v) -> str:
 PRESETS = {
     "offset 0": Preset({"offset": 0.0}, (
         "the left panel is drawn around the mean, so only its labels change; the right panel does not move "
-        "and the span stays 2.928 standard deviations")),
+        "and the span stays 2.928 standard deviations"), about_default=True),
     "offset 100000": Preset({"offset": 1e5}, (
         "the same picture at the far end of the offset range (float32 still stores these six numbers "
-        "exactly), but the one-pass variance in the last readout has collapsed to 0")),
+        "exactly), but the one-pass variance in the last readout has collapsed to 0"), about_default=True),
     "offset 0, scale 0.0001": Preset({"offset": 0.0, "scale": 1e-4}, (
         "the raw axis shrinks by decades while the standardized points stay on their crosses")),
     "offset 0, scale 100": Preset({"offset": 0.0, "scale": 100.0}, (
-        "a million times larger than the previous state, and the standardized values are the same")),
+        "a million times larger than the previous state, and the standardized values are the same"),
+        about_default=True),
     "scale 0": Preset({"scale": 0.0}, (
         "all six values are equal, the variance is 0 and standardizing is 0/0: the case LayerNorm's epsilon "
-        "exists for (section 23.4)")),
+        "exists for (section 23.4)"), about_default=True),
     "offset 10000, scale 0.01": Preset({"offset": 1e4, "scale": 0.01}, (
         "float32 keeps about 7 significant digits, so the stored values land on its grid; the standardized "
-        "points leave their crosses and the red note says by how much")),
+        "points leave their crosses and the red note says by how much"), about_default=True),
     "offset 10000, scale 0.01, float64": Preset({"offset": 1e4, "scale": 0.01, "dtype": "float64"}, (
-        "with about 16 significant digits the points are back on their crosses")),
+        "with about 16 significant digits the points are back on their crosses"), about_default=True),
     "offset 100000, scale 0.0001": Preset({"offset": 1e5, "scale": 1e-4}, (
-        "in float32 all six values round to the same number and the variance is 0")),
+        "in float32 all six values round to the same number and the variance is 0"), about_default=True),
     "offset 100000, scale 0.0001, float64": Preset({"offset": 1e5, "scale": 1e-4, "dtype": "float64"}, (
         "float64 keeps the shape, but the one-pass formula loses it completely: it returns a negative "
-        "variance, -3.8e-6, where the two-pass variance is 2.9e-8")),
+        "variance, -3.8e-6, where the two-pass variance is 2.9e-8"), about_default=True),
     "defaults (float32)": Preset({}, (
         "at offset 100.5 the float32 one-pass variance is already off from its fourth decimal on "
-        "(2.916992 against 2.916667, a relative error of 1.1e-4), while the two-pass variance is right")),
+        "(2.916992 against 2.916667, a relative error of 1.1e-4), while the two-pass variance is right"),
+        about_default=True),
 }
 
 

@@ -173,16 +173,16 @@ EPS_STOPS = [0.0, 1e-8, 1e-5, 1e-2, 1.0]        # every third decade: the faint 
 
 EPS_PRESETS = {
     "scale 0, epsilon 0": Preset({"scale": 0.0, "eps": 0.0}, (
-        "all six inputs are equal, so every output is 0/0: NaN, and nothing is drawn")),
+        "all six inputs are equal, so every output is 0/0: NaN, and nothing is drawn"), about_default=True),
     "scale 0, epsilon 1e-8": Preset({"scale": 0.0, "eps": 1e-8}, (
         "one stop of epsilon is enough: the deviations (all 0) are divided by sqrt(eps) instead of 0, and "
-        "every output is beta")),
+        "every output is beta"), about_default=True),
     "epsilon 1": Preset({"eps": 1.0}, (
         "at scale 1 the variance is 2.917, so var / (var + eps) drops to 0.744681 and the output shrinks inside "
-        "the dashed beta ± gamma lines")),
+        "the dashed beta ± gamma lines"), about_default=True),
     "scale 0.001": Preset({"scale": 1e-3}, (
         "the variance is now 2.917e-6, below the default epsilon 1e-5: the ratio falls to 0.225806 and the "
-        "output's spread collapses")),
+        "output's spread collapses"), about_default=True),
     "scale 0.001, epsilon 1e-8": Preset({"scale": 1e-3, "eps": 1e-8}, (
         "the same small input with a much smaller epsilon is normalized to full spread again: whether "
         "epsilon matters depends on the input's variance")),
@@ -191,33 +191,35 @@ EPS_PRESETS = {
 AFFINE_PRESETS = {
     "offset -100": Preset({"offset": -100.0}, (
         "the input panel's deviations and the output are exactly as at offset 100.5; only the printed mean "
-        "changed: LayerNorm cannot see an offset")),
+        "changed: LayerNorm cannot see an offset"), about_default=True),
     "offset 200": Preset({"offset": 200.0}, "the same again at the other end of the range"),
     "gamma 2": Preset({"gamma": 2.0}, (
         "the shape stays and its spread doubles: the output variance is gamma² = 4 (times a ratio that "
-        "epsilon keeps a hair under 1)")),
+        "epsilon keeps a hair under 1)"), about_default=True),
     "gamma 0.5, beta 1": Preset({"gamma": 0.5, "beta": 1.0}, (
         "gamma sets the spread and beta the centre: the output now sits between the dashed lines at 0.5 and "
-        "1.5")),
-    "gamma 0": Preset({"gamma": 0.0}, "gamma 0 switches the scale off: every output is beta"),
+        "1.5"), about_default=True),
+    "gamma 0": Preset({"gamma": 0.0}, "gamma 0 switches the scale off: every output is beta", about_default=True),
 }
 
 SPREAD_PRESETS = {
     "epsilon 0.01": Preset({"eps": 1e-2}, (
         "the reference vector's spread (std 1.708, variance 2.917) is far above epsilon: the dot stays at "
-        "0.99829")),
+        "0.99829"), about_default=True),
     "epsilon 1": Preset({"eps": 1.0}, (
-        "once epsilon is comparable with the input's variance the dot leaves the plateau: 0.862971")),
+        "once epsilon is comparable with the input's variance the dot leaves the plateau: 0.862971"),
+        about_default=True),
     "spread 0.01": Preset({"spread": 0.01}, (
         "at the default epsilon 1e-5 the dashed line sits at sqrt(eps) = 0.00316; a spread three times "
-        "larger is still close to the plateau (0.953463)")),
-    "spread 0.001": Preset({"spread": 1e-3}, "below the dashed line the output spread falls: 0.301511"),
+        "larger is still close to the plateau (0.953463)"), about_default=True),
+    "spread 0.001": Preset({"spread": 1e-3}, "below the dashed line the output spread falls: 0.301511",
+        about_default=True),
     "spread 1e-5": Preset({"spread": 1e-5}, (
         "far below sqrt(eps) the curve falls with slope 1: output std 0.00316226, about a hundred times less "
-        "than at spread 0.001, for a hundred times less input spread")),
+        "than at spread 0.001, for a hundred times less input spread"), about_default=True),
     "epsilon 0, spread 1e-6": Preset({"eps": 0.0, "spread": 1e-6}, (
         "without epsilon the curve is flat at 1 everywhere, so even a wobble of 1e-6 is blown up to unit "
-        "spread: the amplification of noise epsilon also protects against")),
+        "spread: the amplification of noise epsilon also protects against"), about_default=True),
 }
 
 

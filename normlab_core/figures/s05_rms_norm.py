@@ -95,15 +95,15 @@ def update(art, *, offset, x, eps):
 PRESETS = {
     "offset 100.5": Preset({"offset": 100.5}, (
         "the reference vector: RMSNorm's squares hug the dotted line at 1 while LayerNorm's circles span "
-        "about ±1.46")),
+        "about ±1.46"), about_default=True),
     "offset 0": Preset({"offset": 0.0}, (
         "on zero-mean input the two outputs coincide, and on the right both dots sit at 1: section 23.6's "
-        "identity")),
+        "identity"), about_default=True),
     "offset -50": Preset({"offset": -50.0}, "with a negative mean RMSNorm's output hugs -1 instead: its sign "
-                         "follows the mean"),
+                         "follows the mean", about_default=True),
     "offset 10": Preset({"offset": 10.0}, (
         "the mean already holds 97% of rms² and RMSNorm keeps 0.1683 of LayerNorm's spread; at 100.5 that "
-        "ratio is 0.01699: ten times the mean, a tenth of the spread (it falls like 1/|mean|)")),
+        "ratio is 0.01699: ten times the mean, a tenth of the spread (it falls like 1/|mean|)"), about_default=True),
 }
 
 

@@ -20,6 +20,7 @@ def _vector(v) -> str:
 
 
 # -- the morph from centred to offset data ----------------------------------------------------------------------
+MORPH_OUT_LIM = (-2.6, 2.2)   # the output panel's fixed axis
 def morph_setup(fig, *, narrow, x, mixed, eps):
     ax_x, ax_y = panels(fig, narrow)
     n = max(x.size, mixed.size)
@@ -31,7 +32,7 @@ def morph_setup(fig, *, narrow, x, mixed, eps):
     (ln,) = ax_y.plot(np.arange(x.size), x, "o-", color=COLORS["layer_norm"], label="LayerNorm", ms=7)
     (rms,) = ax_y.plot(np.arange(x.size), x, "s--", color=COLORS["rms_norm"], label="RMSNorm", ms=5)
     ax_y.axhline(0, color="0.6", lw=0.8)
-    ax_y.set_ylim(-2.6, 2.2)
+    ax_y.set_ylim(*MORPH_OUT_LIM)
     ax_y.legend(loc="lower center", ncols=2)
     label(ax_y, "component index i", r"output $y_i$", "")
     for ax in (ax_x, ax_y):
@@ -51,7 +52,8 @@ def morph_update(art, *, offset, base, x, mixed, eps):
     out = {"x": _vector(v), "LN": "[" + ", ".join(f"{a:+.3f}" for a in y_ln) + "]",
            "RMS": "[" + ", ".join(f"{a:+.3f}" for a in y_rms) + "]", "largest |LN - RMS|": number(gap, 3)}
     alt = (f"Left: the input {_vector(v)}, a centred shape plus {number(offset)}. Right: its LayerNorm (circles) and "
-           f"RMSNorm (squares) on a fixed axis from -2.6 to 2.2; the largest difference between them is "
+           f"RMSNorm (squares) on a fixed axis from {number(MORPH_OUT_LIM[0])} to {number(MORPH_OUT_LIM[1])}; "
+           f"the largest difference between them is "
            f"{number(gap, 3)}{', so they coincide' if gap < 1e-9 else ''}.")
     return out, alt
 
@@ -236,17 +238,18 @@ def variance_update(art, *, offset, fmt, x):
 VARIANCE_PRESETS = {
     "float32, offset 300": Preset({}, (
         "in float32 the one-pass formula is off by 0.0078 of the variance, the two-pass one and Welford's "
-        "by less than 0.0001")),
+        "by less than 0.0001"), about_default=True),
     "float32, offset 10000": Preset({"offset": 1e4}, (
         "squares near 10⁸ leave the one-pass formula a negative variance; two-pass and Welford still hold "
-        "three or more digits")),
+        "three or more digits"), about_default=True),
     "float16, offset 100": Preset({"fmt": "float16", "offset": 100.0}, (
-        "the float16 squares overflow: one-pass returns inf, while two-pass and Welford come out finite")),
+        "the float16 squares overflow: one-pass returns inf, while two-pass and Welford come out finite"),
+        about_default=True),
     "float16, offset 10": Preset({"fmt": "float16", "offset": 10.0}, (
-        "no overflow yet, but one-pass loses a fifth of the variance; two-pass is off by 0.00032")),
+        "no overflow yet, but one-pass loses a fifth of the variance; two-pass is off by 0.00032"), about_default=True),
     "bfloat16, offset 30": Preset({"fmt": "bfloat16", "offset": 30.0}, (
         "bfloat16 keeps 8 bits: at offset 30 even the two-pass mean is rounded so much that its variance is "
-        "off by 0.41")),
+        "off by 0.41"), about_default=True),
 }
 
 
@@ -254,29 +257,31 @@ MORPH_PRESETS = {
     "offset 0": Preset({"offset": 0.0}, "one line: on zero-mean input LayerNorm and RMSNorm are the same formula"),
     "offset 10": Preset({"offset": 10.0}, (
         "the reference text's positive-offset input [8 .. 12]: LayerNorm still gives ±1.414, ±0.707 and 0, "
-        "RMSNorm squeezes everything into +0.792 .. +1.188")),
+        "RMSNorm squeezes everything into +0.792 .. +1.188"), about_default=True),
     "mixed, offset 0.8": Preset({"base": "mixed", "offset": 0.8}, (
         "the reference text's mixed input [3, -1, 0.5, 2, -0.5] (mean 0.8): different numbers from the two "
-        "norms, in the same order")),
-    "mixed, offset 0": Preset({"base": "mixed", "offset": 0.0}, "remove its mean and the two norms agree on it too"),
+        "norms, in the same order"), about_default=True),
+    "mixed, offset 0": Preset({"base": "mixed", "offset": 0.0}, "remove its mean and the two norms agree on it too",
+        about_default=True),
     "offset -10": Preset({"offset": -10.0}, (
-        "a negative mean flattens RMSNorm's output toward -1, and LayerNorm's still does not change")),
+        "a negative mean flattens RMSNorm's output toward -1, and LayerNorm's still does not change"),
+        about_default=True),
 }
 
 PRECISION_PRESETS = {
     "offset 100, bfloat16": Preset({}, (
         "the RMSNorm squares form a staircase around the exact curve: only 9 distinct stored values survive "
-        "of 41, and the error after re-stretching is 0.181 (LayerNorm's: 0.00126)")),
+        "of 41, and the error after re-stretching is 0.181 (LayerNorm's: 0.00126)"), about_default=True),
     "offset 100, float16": Preset({"fmt": "float16"}, (
         "three more mantissa bits: 26 distinct values and an error of 0.0227; on the right RMSNorm's error "
-        "curve moves right by about a factor 2³ = 8")),
+        "curve moves right by about a factor 2³ = 8"), about_default=True),
     "offset 0": Preset({"offset": 0.0}, "both norms give the same output and the same error: the identity again"),
     "offset 10000": Preset({"offset": 1e4}, (
         "every RMSNorm output rounds to the same number, a re-stretch has nothing to work with, and the error "
-        "is 1")),
+        "is 1"), about_default=True),
     "offset 10000, float16": Preset({"offset": 1e4, "fmt": "float16"}, (
         "float16 cannot save RMSNorm here either (error 1.06), while LayerNorm's error is 0.000213 at every "
-        "offset: centring before dividing keeps its output in the dense part of the number grid")),
+        "offset: centring before dividing keeps its output in the dense part of the number grid"), about_default=True),
 }
 
 

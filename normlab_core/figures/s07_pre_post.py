@@ -193,49 +193,50 @@ def fd_update(art, *, h, dtype, x0, eps, sublayer):
 SUBLAYER_PRESETS = {
     "reference setting": Preset({}, (
         "gain 0.5, bias 0.1: the black crosses are the reference program's float32 table and sit on the exact "
-        "curves")),
+        "curves"), about_default=True),
     "bias 0": Preset({"bias": 0.0}, (
         "post-norm's curve goes flat after the first layer: the per-layer factor (1 + a) / (1 + a + |b|) is "
-        "exactly 1, so the fade is gone")),
+        "exactly 1, so the fade is gone"), about_default=True),
     "gain 1.5, bias 0.5": Preset({"gain": 1.5, "bias": 0.5}, (
         "post-norm fades fastest, by 2.5 / 3.0 ≈ 0.8333 per layer; the note in the plot gives the depth from which "
-        "it is below 1e-12 (147)")),
+        "it is below 1e-12 (147)"), about_default=True),
     "gain 1.5, bias -0.5": Preset({"gain": 1.5, "bias": -0.5}, (
         "the same rate of 0.8333 per layer once the stream has settled (see the note): only the size of the bias "
-        "sets it; but the curve first rises for a few layers, so at depth 32 it is about 15 times higher")),
+        "sets it; but the curve first rises for a few layers, so at depth 32 it is about 15 times higher"),
+        about_default=True),
     "gain 0": Preset({"gain": 0.0}, (
         "the sublayer ignores its input, so a pre-norm layer only adds the bias and its sensitivity is exactly "
-        "1 at every depth")),
+        "1 at every depth"), about_default=True),
 }
 
 FINAL_PRESETS = {
     "final norm on": Preset({"final_norm": True}, (
         "both output lengths now sit at 2 (the thin post-norm line runs inside the wide pre-norm one), and "
-        "pre-norm's sensitivity falls instead of rising")),
+        "pre-norm's sensitivity falls instead of rising"), about_default=True),
     "final norm on, depth 256": Preset({"final_norm": True, "depth": 256}, (
         "pre-norm falls only slowly: 0.188 at 256 layers, about half its depth-1 value, against post-norm's "
-        "2.598e-8")),
+        "2.598e-8"), about_default=True),
     "final norm off, depth 256": Preset({"depth": 256}, (
         "without the final norm pre-norm's output has grown to length 311; that growth is what the final norm "
-        "divides out")),
+        "divides out"), about_default=True),
 }
 
 FD_PRESETS = {
     "reference setting": Preset({}, (
         "h = 1e-3 in float32, as in the reference program: post-norm's relative error climbs from 7e-5 at "
         "depth 1 to 0.0045 at depth 32, and from depth 143 on both runs give the same float32 output, so the "
-        "measurement is 0 (relative error 1)")),
+        "measurement is 0 (relative error 1)"), about_default=True),
     "float64": Preset({"dtype": "float64"}, (
         "only the truncation error of the forward difference is left, between 7e-6 and 6e-5 relative at every "
-        "depth, and the curves are smooth")),
+        "depth, and the curves are smooth"), about_default=True),
     "float64, h 1e-7": Preset({"dtype": "float64", "h": 1e-7}, (
         "truncation and round-off are both tiny down to depth 32 (relative error 8.8e-8 for post-norm, 7 "
         "digits); deeper, post-norm's sensitivity is so small that float64 round-off divided by h takes over "
-        "again (0.12 at depth 256)")),
+        "again (0.12 at depth 256)"), about_default=True),
     "float32, h 1e-7": Preset({"h": 1e-7}, (
         "x0[0] = 1 takes the nudge as 1.192e-7 (the float32 spacing at 1), but inside the stack it is smaller "
         "than the spacing near the stream's values and is rounded away: from depth 2 (post-norm) or 4 "
-        "(pre-norm) on, every measurement is 0")),
+        "(pre-norm) on, every measurement is 0"), about_default=True),
 }
 
 

@@ -110,18 +110,19 @@ H_STOPS = [float(f"{m * 10.0 ** e:.0e}") for e in range(-10, -1) for m in (1, 2,
 PRESETS = {
     "reference setting": Preset({}, (
         "h = 1e-4 in float32: the disagreement is 2.59e-4, on the round-off branch of the V, and component 2 "
-        "has the largest bar, as in the reference program's output")),
+        "has the largest bar, as in the reference program's output"), about_default=True),
     "float32, h 1e-2": Preset({"h": 1e-2}, (
         "near the bottom of the float32 V: 3.32e-6; larger steps pay in truncation error (like h²), smaller "
-        "ones in round-off (like u/h)")),
+        "ones in round-off (like u/h)"), about_default=True),
     "float32, h 1e-7": Preset({"h": 1e-7}, (
         "x + h and x - h round back to x for the larger components: their numerical gradient is exactly 0, and a "
-        "check would flag a correct gradient")),
+        "check would flag a correct gradient"), about_default=True),
     "float32, h 2e-8": Preset({"h": 2e-8}, "now x ± h round back to x for every component: the numerical "
                              "gradient is all zeros"),
     "float64, h 2e-5": Preset({"dtype": "float64", "h": 2e-5}, (
         "float64 has the same V, shifted down and left: its best step is near 2e-5 with a disagreement of "
-        "5.01e-12; the dotted lines are the slopes h² and u/h, with u the unit round-off of each dtype")),
+        "5.01e-12; the dotted lines are the slopes h² and u/h, with u the unit round-off of each dtype"),
+        about_default=True),
 }
 
 

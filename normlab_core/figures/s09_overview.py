@@ -52,8 +52,8 @@ def output_update(art, *, norm, offset, x, eps):
         "RMSNorm keeps": f"{np.ptp(y_rms) / np.ptp(y_ln):.1%} of LayerNorm's spread",
     }
     alt = (f"{name} of the input {_vector(v)} against component index, from {y.min():+.2f} to {y.max():+.2f}, with "
-           f"{other_name} dashed, on a fixed axis from -2.4 to 2.4; RMSNorm keeps {np.ptp(y_rms) / np.ptp(y_ln):.0%} "
-           "of LayerNorm's spread.")
+           f"{other_name} dashed, on a fixed axis from {number(OUT_LIM[0])} to {number(OUT_LIM[1])}; RMSNorm keeps "
+           f"{np.ptp(y_rms) / np.ptp(y_ln):.0%} of LayerNorm's spread.")
     return out, alt
 
 
@@ -113,23 +113,27 @@ def depth_update(art, *, norm, placement, depth, x0, eps):
 NORM = {"options": ["layer_norm", "rms_norm"], "value": "rms_norm", "label": "norm", "labels": ["LayerNorm", "RMSNorm"]}
 
 OUTPUT_PRESETS = {
-    "RMSNorm, offset 0": Preset({"offset": 0.0}, "on zero-mean input the two norms give the same output"),
+    "RMSNorm, offset 0": Preset({"offset": 0.0}, "on zero-mean input the two norms give the same output",
+        about_default=True),
     "RMSNorm, offset 10": Preset({"offset": 10.0}, (
-        "the solid RMSNorm line flattens to +0.792 .. +1.188, while the dashed LayerNorm line does not move")),
+        "the solid RMSNorm line flattens to +0.792 .. +1.188, while the dashed LayerNorm line does not move"),
+        about_default=True),
     "RMSNorm, offset -10": Preset({"offset": -10.0}, "a negative offset mirrors it below zero"),
 }
 
 DEPTH_PRESETS = {
-    "RMSNorm, post-norm, depth 1": Preset({"depth": 1}, "one post-norm layer: the sensitivity is 0.3507"),
-    "RMSNorm, post-norm, depth 32": Preset({"depth": 32}, "the marker sinks to 0.04929 after 32 layers"),
-    "RMSNorm, post-norm, depth 64": Preset({"depth": 64}, "and to 0.006253 after 64"),
+    "RMSNorm, post-norm, depth 1": Preset({"depth": 1}, "one post-norm layer: the sensitivity is 0.3507",
+        about_default=True),
+    "RMSNorm, post-norm, depth 32": Preset({"depth": 32}, "the marker sinks to 0.04929 after 32 layers",
+        about_default=True),
+    "RMSNorm, post-norm, depth 64": Preset({"depth": 64}, "and to 0.006253 after 64", about_default=True),
     "RMSNorm, pre-norm, depth 64": Preset({"placement": "pre", "depth": 64}, (
-        "switch to pre-norm and the bold curve rises instead: 9.573 at depth 64")),
+        "switch to pre-norm and the bold curve rises instead: 9.573 at depth 64"), about_default=True),
     "LayerNorm, post-norm": Preset({"norm": "layer_norm"}, (
-        "a flat line at 0.4899: the toy-stack caveat of takeaway 8, not a cure for post-norm")),
+        "a flat line at 0.4899: the toy-stack caveat of takeaway 8, not a cure for post-norm"), about_default=True),
     "LayerNorm, pre-norm, depth 64": Preset({"norm": "layer_norm", "placement": "pre", "depth": 64}, (
         "16.25 against RMSNorm's 9.573: pre-norm keeps the identity path with either norm, and the norm inside the "
-        "branch decides how fast the sensitivity grows")),
+        "branch decides how fast the sensitivity grows"), about_default=True),
 }
 
 

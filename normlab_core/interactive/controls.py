@@ -100,17 +100,36 @@ class Choice:
 @dataclass
 class Preset:
     """A named state the prose discusses: `values` sets some controls (the rest keep their defaults);
-    `notice` is one line saying what to look at in that state."""
+    `notice` is one line saying what to look at in that state: a text, or a function of the explorable's inputs
+    (`notice(**inputs) -> text`) when it quotes numbers that follow them. `about_default=True` marks a text whose
+    numbers hold for the default inputs only: shown with other inputs, it says so."""
 
     values: dict
-    notice: str
+    notice: object
+    about_default: bool = False
 
     def __post_init__(self):
         if not isinstance(self.values, dict):
             raise TypeError(f"Preset values must be a dict of control name -> value, got {self.values!r}")
-        if not isinstance(self.notice, str) or not self.notice.strip() or "\n" in self.notice.strip():
-            raise ValueError(f"a Preset needs a one-line notice saying what to look at, got {self.notice!r}")
+        if callable(self.notice) and self.about_default:
+            raise ValueError("a computed notice follows the inputs: it cannot be about the default inputs only")
+        if not callable(self.notice):
+            _one_line(self.notice)
         self.values = dict(self.values)
+
+    def text(self, inputs: dict, default: bool) -> str:
+        """The notice for these inputs (`default`: they are the explorable's default inputs)."""
+        if callable(self.notice):
+            return _one_line(self.notice(**inputs))
+        if self.about_default and not default:
+            return f"for the default input: {self.notice.strip()}"
+        return self.notice
+
+
+def _one_line(notice) -> str:
+    if not isinstance(notice, str) or not notice.strip() or "\n" in notice.strip():
+        raise ValueError(f"a Preset needs a one-line notice saying what to look at, got {notice!r}")
+    return notice
 
 
 # Data an explorable is computed from, which a learner may replace: `default`; `convert`, which returns a value as

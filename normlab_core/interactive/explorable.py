@@ -20,8 +20,8 @@ from matplotlib.transforms import Bbox
 from PIL import Image
 
 from .._threads import one_blas_thread
-from ..figures.style import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style
-from .controls import Preset, Slider
+from ..figures.style import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style, number
+from .controls import Choice, Input, Preset, Slider
 
 Frame = namedtuple("Frame", "png readouts alt")
 LOCK = threading.RLock()   # matplotlib's fonts are shared by all figures and not thread-safe
@@ -44,7 +44,8 @@ class Explorable:
                              "and an input")
         if (total := math.prod(len(c.positions()) for c in self.controls.values())) > max_frames:
             raise ValueError(f"{name}: {total} combinations of stops exceed max_frames={max_frames}")
-        self.presets = {label: self._preset(label, p) for label, p in (presets or {}).items()}
+        self._given = {label: self._preset(label, p) for label, p in (presets or {}).items()}
+        self.presets = self._notices(self._inputs({}), default=True)   # label -> Preset whose notice is a text
         self._drawings: OrderedDict = OrderedDict()
         self.late: set = set()   # artists update() changed in some states only: see _Drawing.frame
 
@@ -60,6 +61,36 @@ class Explorable:
                                  f"{list(self.controls)} to their stops")
             p.values[k] = self.controls[k].take(v)
         return p
+
+    def _notices(self, inputs: dict, default: bool) -> dict:
+        return {label: Preset(p.values, p.text(inputs, default)) for label, p in self._given.items()}
+
+    def at(self, **values_and_inputs) -> Explorable:
+        """This explorable as it starts from `values_and_inputs`: the controls' defaults are the values given (or
+        where `start` puts them for the inputs given), each slider's value one of its stops (a stop is added for a
+        value that is not one yet, so the static book can show it), the inputs' defaults the inputs given and the
+        presets' notices computed from them. Itself when nothing differs from its defaults."""
+        values, inputs = self.resolve(values_and_inputs)
+        default = fingerprint(inputs) == fingerprint(self._inputs({}))
+        if default and all(values[k] == c.value for k, c in self.controls.items()):
+            return self
+        controls = {}
+        for k, c in self.controls.items():
+            v = values[k]
+            if isinstance(c, Slider):
+                if v not in c.stops:
+                    v = _stop(c, v)
+                stops = c.stops if v in c.stops else sorted([*c.stops, v])
+                controls[k] = Slider(stops, v, label=c.label, free=c.free)
+            else:
+                controls[k] = Choice(c.options, v, label=c.label, labels=c.labels)
+        frames = math.prod(len(c.positions()) for c in controls.values())
+        out = Explorable(self.name, title=self.title, controls=controls, setup=self.setup, update=self.update,
+                         inputs={k: Input(inputs[k], spec.convert, spec.allowed) for k, spec in self.inputs.items()},
+                         size=self.size, narrow=self.narrow_size, max_frames=max(self.max_frames, frames))
+        out._given = {label: Preset(p.values, p.notice, p.about_default) for label, p in self._given.items()}
+        out.presets = out._notices(inputs, default)
+        return out
 
     def defaults(self, **inputs) -> dict:
         """Every control's starting value: its default or, for inputs other than the defaults, what `start` gives."""
@@ -118,6 +149,16 @@ class Explorable:
     def figure(self, *, narrow: bool = False, **inputs):
         """The matplotlib Figure as last drawn for this layout and these inputs (for tests that read it)."""
         return self._drawings[(bool(narrow), fingerprint(self.resolve(inputs)[1]))].fig
+
+
+def _stop(control, v):
+    """A value to add to a slider's stops: v to six significant digits (a stop the slider can tell apart from its
+    others), or the stop it then equals."""
+    near = v if control.integer else float(f"{v:.6g}")
+    if control.free is not None:
+        near = min(max(near, control.free[0]), control.free[1])
+    close = [s for s in control.stops if number(s, 12) == number(near, 12) or (s and abs(near / s - 1) < 1e-9)]
+    return close[0] if close else near
 
 
 def _fit(control, v):
