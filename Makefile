@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-lab test-portable test-determinism bench experiments exercises grade lint clean clean-grading
+.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-executed test-lab test-portable test-determinism bench experiments exercises grade lint clean clean-grading
 
 # lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
@@ -88,14 +88,20 @@ check: lint
 	$(MAKE) --no-print-directory test-unit
 
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab and not pdf and not portable and not classroom"
+	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab and not pdf and not portable and not classroom and not book"
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)
 
-# After the build, the browser tests and the PDF edition (made and checked) run side by side.
+# After the build, the browser tests, the PDF edition (made and checked) and the comparison of the notebooks' stored
+# outputs with the build's own execution of them (test-executed) run side by side.
 test-book: book
-	$(MAKE) --no-print-directory test-browser test-pdf
+	$(MAKE) --no-print-directory test-browser test-pdf test-executed
+
+# Every notebook's stored outputs against the copy the book executed (_build/jupyter_execute), compared as nbval
+# compares (tests/test_executed_notebooks.py): `make test` executes each notebook once for both.
+test-executed: $(STAMP)
+	$(BIN)/pytest -p no:cacheprovider tests/test_executed_notebooks.py -m book
 
 # The browser tests on the site as it is (test-book builds it first).
 test-browser: $(STAMP)
@@ -110,13 +116,14 @@ test-pdf: $(STAMP)
 test-lab: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/pytest tests -m lab
 
-# Everything CI checks: lint, then test-unit, test-notebooks, test-lab and test-book (book, then test-browser), all
-# side by side (-O keeps each one's output together). None of them keeps the two cores busy alone: the book runs
-# its notebooks one cell at a time in one kernel, the JupyterLab test (which needs no built site) and the browser
-# tests mostly wait for Chromium and kernels; the unit tests and nbval fill the gaps. The browser tests start as
-# soon as the book is built.
+# Everything CI checks: lint, then test-unit, test-lab and test-book (book, then test-browser, test-pdf and
+# test-executed), all side by side (-O keeps each one's output together). None of them keeps the two cores busy
+# alone: the book runs its notebooks one cell at a time in one kernel, the JupyterLab test (which needs no built site)
+# and the browser tests mostly wait for Chromium and kernels; the unit tests fill the gaps. The browser tests start
+# as soon as the book is built. The notebooks are executed once for the book and nbval's comparison both
+# (test-executed); `make test-notebooks` runs nbval itself, and `make test-determinism` three times.
 test: lint
-	$(MAKE) --no-print-directory -j4 -Otarget test-unit test-notebooks test-lab test-book
+	$(MAKE) --no-print-directory -j4 -Otarget test-unit test-lab test-book
 
 # The stored outputs, frames and runs under other arithmetic kernels than the machine's own (tests/test_portable.py):
 # OpenBLAS's Prescott kernel, 1 and 2 BLAS threads, numpy's baseline loops. .ci/run calls it after `make test`.
