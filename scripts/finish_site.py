@@ -524,6 +524,20 @@ _EDITION = re.compile(r'<p class="nl-edition">.*?</p>\n?', re.S)
 _CITE_FILE = re.compile(r'(<a class="nl-citation-file" href=")[^"]*(")')
 
 
+_FIG_NUMBER = re.compile(r'<span class="caption-number">(?:Fig\.|Figure|Table|Listing) [\d.]+ </span>')
+
+
+def drop_figure_numbers(site: Path) -> int:
+    """Remove Sphinx's "Fig. N" from the captions: a caption carries its own label ("Figure 23-5: ...", the
+    reference text's numbering) or none, and no page refers to a figure by Sphinx's number. (jupyter-book turns
+    numfig on and keeps it on whatever _config.yml says.) Returns the number of pages changed."""
+    changed = 0
+    for page in _pages(site):
+        text = page.read_text(encoding="utf-8")
+        changed += _write_if_changed(page, text, _FIG_NUMBER.sub("", text))
+    return changed
+
+
 def add_edition(site: Path, settings: dict) -> int:
     """The footer of every page: the version and the build date after the licence line, and the link to
     CITATION.cff made relative to the page. Returns the number of pages changed."""
@@ -548,7 +562,7 @@ _WORD = r"(?:[A-Z][\w'’-]*|[A-Z]\.)"
 _PERSON = rf"{_WORD}(?:\s{_WORD})*"
 _YEAR = r"(?:19|20)\d\d|n\.d\."
 CITE = re.compile(rf"(?P<who>{_PERSON}(?:(?:,\s{_PERSON})*,?\sand\s{_PERSON}|\set\sal\.)?)"
-                  rf"(?:\s\((?P<y1>{_YEAR})\)|(?P<comma>,)?\s(?P<y2>{_YEAR})(?=\s*[;)]))")
+                  rf"(?:\s\((?P<y1>{_YEAR})\)|(?P<comma>,)?\s(?P<y2>{_YEAR})(?=\s*[;),]))")
 # Works of one first author and year told apart by a word near the citation that their titles lack.
 ALIASES = {"On the Variance of the Adaptive Learning Rate": ["RAdam"]}
 _SKIP_TAGS = {"a", "code", "pre", "script", "style", "h1", "h2", "h3", "h4", "h5", "h6", "kbd", "samp"}
@@ -808,6 +822,7 @@ def main(argv: list[str]) -> int:
     publish_files(site)
     add_header_links(site, settings)
     add_edition(site, settings)
+    drop_figure_numbers(site)
     _, unknown = link_citations(site)
     write_search_index(site)
     problems = check_site(site) + [f"{u}: a citation of a work the bibliography does not list" for u in unknown]

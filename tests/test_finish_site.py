@@ -176,7 +176,7 @@ BIBLIOGRAPHY = """<article><p>Intro (Liu et al., 2020). The RAdam paper (Liu et 
 <li><p>B. P. Welford (1962). Note on a Method for Calculating Corrected Sums of Squares. Technometrics.</p></li>
 </ul></section></article>"""
 PAGE = """<article><h2>Welford (1962) in a heading</h2>
-<p>One sweep (Welford, 1962). QK-norm (Henry et al., 2020; Dehghani et al., 2023) at ICML 2023; as
+<p>One sweep (Welford, 1962, the update). QK-norm (Henry et al., 2020; Dehghani et al., 2023) at ICML 2023; as
 Brody, Alon and Yahav (2023) show. The paper that introduced RAdam, Liu et al. (2020). Amplification:
 Liu et al. (2020). The Llama 2 weights: Touvron et al. (2023). <code>Welford (1962)</code>
 <a href="https://doi.org">Welford (1962)</a> (Smith et al., 2031).</p></article>"""
@@ -211,3 +211,14 @@ def test_citations_link_to_their_bibliography_entry(tmp_path):
     assert re.findall(r'href="(#[^"]+)"', refs) == ["#ref-liu-2020", "#ref-liu-2020-2"]  # the page itself
     assert made == 9
     assert finish_site.link_citations(site) == (0, unknown)  # idempotent
+
+
+def test_captions_lose_sphinx_figure_numbers(tmp_path):
+    page = tmp_path / "notebooks" / "07.html"
+    page.parent.mkdir()
+    page.write_text('<figcaption><p><span class="caption-number">Fig. 1 </span><span class="caption-text">Figure 23-5: '
+                    'post-norm.</span></p></figcaption>', encoding="utf-8")
+    assert finish_site.drop_figure_numbers(tmp_path) == 1
+    assert page.read_text(encoding="utf-8") == ('<figcaption><p><span class="caption-text">Figure 23-5: post-norm.'
+                                                '</span></p></figcaption>')
+    assert finish_site.drop_figure_numbers(tmp_path) == 0
