@@ -366,6 +366,354 @@ def setup(app):
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
+# -- taking the book along: header links, footer edition, citations ----------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+PDF_NAME = "normlab.pdf"
+CITATION_FILE = "CITATION.cff"
+
+
+def build_date(root: Path = ROOT, env: dict | None = None) -> str:
+    """The build's date (YYYY-MM-DD, UTC), the same for every build of one commit: SOURCE_DATE_EPOCH when set,
+    else the date of the last commit (git), else today."""
+    import datetime as dt
+    import os
+    import subprocess
+
+    env = os.environ if env is None else env
+    epoch = (env.get("SOURCE_DATE_EPOCH") or "").strip()
+    if epoch:
+        if not epoch.isdigit():
+            raise ValueError(f"SOURCE_DATE_EPOCH must be a whole number of seconds, got {epoch!r}")
+        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc).strftime("%Y-%m-%d")
+    try:
+        out = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%ct"], capture_output=True,
+                             text=True, timeout=30, check=True).stdout.strip()
+        if out.isdigit():
+            return dt.datetime.fromtimestamp(int(out), dt.timezone.utc).strftime("%Y-%m-%d")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+def book_settings(root: Path = ROOT) -> dict:
+    """What the pages say about the book itself: the repository's address (repository.url in _config.yml, ''
+    while it is not settled), the version (CITATION.cff, else pyproject.toml) and the build date."""
+    import yaml
+
+    root = Path(root)
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
+    url = str(((config.get("repository") or {}).get("url")) or "").strip()
+    if url and urlsplit(url).scheme not in ("http", "https"):
+        raise ValueError(f"repository.url in _config.yml must be an http(s) address or empty, got {url!r}")
+    version = ""
+    cff = root / CITATION_FILE
+    if cff.is_file():
+        version = str((yaml.safe_load(cff.read_text(encoding="utf-8")) or {}).get("version") or "")
+    if not version and (root / "pyproject.toml").is_file():
+        m = re.search(r'(?m)^version\s*=\s*"([^"]+)"', (root / "pyproject.toml").read_text(encoding="utf-8"))
+        version = m.group(1) if m else ""
+    return {"repository": url, "version": version, "date": build_date(root)}
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(p for p in Path(site).rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts)
+
+
+def _rel(page: Path, site: Path, target: str) -> str:
+    import os
+
+    return Path(os.path.relpath(Path(site) / target, page.parent)).as_posix()
+
+
+def _write_if_changed(page: Path, text: str, new: str) -> bool:
+    """Write a page through a temporary file and a rename, so that a reader (a browser test) never sees half."""
+    if new == text:
+        return False
+    tmp = page.with_name(f".{page.name}.tmp")
+    tmp.write_text(new, encoding="utf-8")
+    tmp.replace(page)
+    return True
+
+
+def publish_files(site: Path, root: Path = ROOT) -> list[str]:
+    """Copy CITATION.cff into the site (the footer links it). The section notebooks are in the site already:
+    Sphinx copies each page's source into _sources/ (notebooks/NN_x.ipynb as stored, outputs included)."""
+    copied = []
+    src = Path(root) / CITATION_FILE
+    if src.is_file():
+        shutil.copy2(src, Path(site) / CITATION_FILE)
+        copied.append(CITATION_FILE)
+    return copied
+
+
+_GET_BLOCK = re.compile(r'<span class="nl-get"[^>]*>.*?</span><!--/nl-get-->\n?', re.S)
+_HEADER_BUTTONS = '<div class="article-header-buttons">'
+
+
+def header_links(page: Path, site: Path, settings: dict) -> str:
+    """The header's links for one page: the PDF edition (only when it is in the site), the page's notebook
+    (section pages), and the repository (only when its address is set)."""
+    import html as html_lib
+
+    site = Path(site)
+    rel = page.relative_to(site).with_suffix("")
+    links = []
+    if (site / PDF_NAME).is_file():
+        links.append(f'<a class="btn btn-sm nl-get-link nl-get-pdf" href="{_rel(page, site, PDF_NAME)}" download '
+                     f'title="The whole book as one PDF, with bookmarks">PDF</a>')
+    notebook = Path("_sources") / rel.with_suffix(".ipynb")
+    if (site / notebook).is_file():
+        href = _rel(page, site, notebook.as_posix())
+        links.append(f'<a class="btn btn-sm nl-get-link nl-get-notebook" href="{href}" '
+                     f'download="{rel.name}.ipynb" title="This section as a Jupyter notebook ({rel.name}.ipynb); '
+                     f'to run it, see &quot;Run it in JupyterLab&quot; on the first page">.ipynb</a>')
+    if settings.get("repository"):
+        links.append(f'<a class="btn btn-sm nl-get-link nl-get-repository" '
+                     f'href="{html_lib.escape(settings["repository"])}" title="The source repository">Repository</a>')
+    if not links:
+        return ""
+    return ('<span class="nl-get" role="group" aria-label="Downloads">' + "".join(links)
+            + "</span><!--/nl-get-->\n")
+
+
+# Words of the text that link to the repository or the PDF when there is one (<span class="nl-repository">,
+# <span class="nl-pdf"> in book/intro.md) and stay plain words otherwise.
+_PLACEHOLDER = re.compile(r'<(?:span|a) class="nl-(repository|pdf)"[^>]*>(.*?)</(?:span|a)>', re.S)
+
+
+def link_placeholders(text: str, page: Path, site: Path, settings: dict) -> str:
+    import html as html_lib
+
+    def fill(m):
+        kind, words = m.group(1), m.group(2)
+        if kind == "repository" and settings.get("repository"):
+            url = html_lib.escape(settings["repository"])
+            return f'<a class="nl-repository reference external" href="{url}">{words}</a>'
+        if kind == "pdf" and (Path(site) / PDF_NAME).is_file():
+            return f'<a class="nl-pdf reference internal" href="{_rel(page, site, PDF_NAME)}" download>{words}</a>'
+        return f'<span class="nl-{kind}">{words}</span>'
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+def add_header_links(site: Path, settings: dict) -> int:
+    """Put header_links() into every page's header (replacing what an earlier run put there) and fill the
+    text's placeholders (link_placeholders). Run again by make_pdf.py once the PDF is in the site. Returns the
+    number of pages changed."""
+    changed = 0
+    for page in _pages(site):
+        text = page.read_text(encoding="utf-8")
+        new = link_placeholders(text, page, site, settings)
+        if _HEADER_BUTTONS in new:
+            block = _HEADER_BUTTONS + "\n" + header_links(page, site, settings)
+            new = _GET_BLOCK.sub("", new).replace(_HEADER_BUTTONS, block, 1)
+        changed += _write_if_changed(page, text, new)
+    return changed
+
+
+def publish_pdf(site: Path, pdf: Path, root: Path = ROOT) -> Path:
+    """Copy the PDF edition into the site as normlab.pdf and link it from every page's header."""
+    target = Path(site) / PDF_NAME
+    if Path(pdf).resolve() != target.resolve():
+        shutil.copy2(pdf, target)
+    add_header_links(site, book_settings(root))
+    return target
+
+
+_EDITION = re.compile(r'<p class="nl-edition">.*?</p>\n?', re.S)
+_CITE_FILE = re.compile(r'(<a class="nl-citation-file" href=")[^"]*(")')
+
+
+_FIG_NUMBER = re.compile(r'<span class="caption-number">(?:Fig\.|Figure|Table|Listing) [\d.]+ </span>')
+
+
+def drop_figure_numbers(site: Path) -> int:
+    """Remove Sphinx's "Fig. N" from the captions: a caption carries its own label ("Figure 23-5: ...", the
+    reference text's numbering) or none, and no page refers to a figure by Sphinx's number. (jupyter-book turns
+    numfig on and keeps it on whatever _config.yml says.) Returns the number of pages changed."""
+    changed = 0
+    for page in _pages(site):
+        text = page.read_text(encoding="utf-8")
+        changed += _write_if_changed(page, text, _FIG_NUMBER.sub("", text))
+    return changed
+
+
+def add_edition(site: Path, settings: dict) -> int:
+    """The footer of every page: the version and the build date after the licence line, and the link to
+    CITATION.cff made relative to the page. Returns the number of pages changed."""
+    changed = 0
+    version = f"Version {settings['version']}, built {settings['date']}." if settings.get("version") \
+        else f"Built {settings['date']}."
+    for page in _pages(site):
+        text = page.read_text(encoding="utf-8")
+        new = _EDITION.sub("", text)
+        new = _CITE_FILE.sub(lambda m, page=page: m.group(1) + _rel(page, site, CITATION_FILE) + m.group(2), new)
+        end = new.find("</p>", new.find('<p class="nl-licence"'))
+        if '<p class="nl-licence"' in new and end >= 0:
+            new = new[: end + 4] + f'\n<p class="nl-edition">{version}</p>' + new[end + 4:]
+        changed += _write_if_changed(page, text, new)
+    return changed
+
+
+# In-text citations ("Xiong et al. (2020)", "(Henry et al., 2020; Dehghani et al., 2023)", "Brody, Alon and
+# Yahav (2023)") become links to their entry in the bibliography of book/references.md, whose items get ids.
+REFERENCES_PAGE = "book/references.html"
+_WORD = r"(?:[A-Z][\w'’-]*|[A-Z]\.)"
+_PERSON = rf"{_WORD}(?:\s{_WORD})*"
+_YEAR = r"(?:19|20)\d\d|n\.d\."
+CITE = re.compile(rf"(?P<who>{_PERSON}(?:(?:,\s{_PERSON})*,?\sand\s{_PERSON}|\set\sal\.)?)"
+                  rf"(?:\s\((?P<y1>{_YEAR})\)|(?P<comma>,)?\s(?P<y2>{_YEAR})(?=\s*[;),]))")
+# Works of one first author and year told apart by a word near the citation that their titles lack.
+ALIASES = {"On the Variance of the Adaptive Learning Rate": ["RAdam"]}
+_SKIP_TAGS = {"a", "code", "pre", "script", "style", "h1", "h2", "h3", "h4", "h5", "h6", "kbd", "samp"}
+_BLOCK_TAGS = {"p", "li", "td", "th", "div", "figcaption", "dd", "dt", "section", "ul", "ol", "table"}
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)\b([^>]*)>")
+_SENTENCE_END = re.compile(r"(?<!\bal)(?<!\b[A-Z])[.!?]\s")  # not the point of "et al." or of an initial
+_STOP = {"with", "from", "that", "this", "their", "code", "model", "models", "source", "repository", "training",
+         "language", "transformers", "transformer", "normalization", "layer", "deep", "learning", "neural"}
+
+
+def _slug(text: str) -> str:
+    import unicodedata
+
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+
+
+def bibliography(html: str) -> list[dict]:
+    """The bibliography of the built references page: per entry its first author's surname, year, authors,
+    title and the id it gets (ref-<surname>-<year>, then -2, -3 for more works with the same two)."""
+    import html as html_lib
+
+    start = html.find('<section id="bibliography">')
+    if start < 0:
+        return []
+    entries, seen = [], {}
+    for m in re.finditer(r"<li\b[^>]*>(.*?)</li>", html[start:], re.S):
+        text = re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", "", m.group(1)))).strip()
+        head = re.match(r"(?P<authors>.+?) \((?P<year>\d{4}|n\.d\.)\)\. (?P<rest>.*)", text)
+        if not head:
+            continue
+        authors = head["authors"]
+        surname = re.split(r",| and ", authors)[0].split()[-1]
+        base = f"ref-{_slug(surname)}-{_slug(head['year'])}"
+        seen[base] = seen.get(base, 0) + 1
+        entries.append({"surname": surname, "year": head["year"], "authors": authors,
+                        "names": [n.strip() for n in re.split(r",| and ", authors) if n.strip()],
+                        "title": head["rest"].split(". ")[0], "id": base if seen[base] == 1 else f"{base}-{seen[base]}",
+                        "start": start + m.start(), "end": start + m.end()})
+    return entries
+
+
+def anchor_bibliography(html: str, entries: list[dict]) -> str:
+    """Give each bibliography <li> its id (idempotent)."""
+    out, last = [], 0
+    for e in entries:
+        li = html[e["start"]:e["end"]]
+        li = re.sub(r"^<li\b[^>]*>", f'<li id="{e["id"]}">', li)
+        out += [html[last:e["start"]], li]
+        last = e["end"]
+    return "".join(out) + html[last:]
+
+
+def resolve_citation(who: str, year: str, context: str, entries: list[dict]) -> dict | None:
+    """The bibliography entry a citation names: the first author's surname and the year, then (among works
+    sharing both) the one with most of its authors' full names in the citation, a word of its title (or an
+    alias) in the text around it (`context`), and else the first listed."""
+    persons = [p.strip() for p in re.split(r",| and ", who.replace(" et al.", "")) if p.strip()]
+    for person in persons:
+        found = [e for e in entries if e["year"] == year and e["surname"] == person.split()[-1]]
+        if found:
+            break
+    else:
+        return None
+
+    def score(e):
+        names = sum(n in who for n in e["names"] if " " in n)
+        words = {w for w in re.findall(r"[\w-]{4,}", e["title"]) if w.lower() not in _STOP}
+        for title, extra in ALIASES.items():
+            if e["title"].startswith(title):
+                words |= set(extra)
+        near = sum(bool(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", context)) for w in words)
+        return (names, near)
+
+    return max(found, key=score)  # max keeps the first of equals
+
+
+def link_citations_in(html: str, entries: list[dict], href: str, stop: int | None = None) -> tuple[str, list]:
+    """Link the citations in a page's article (up to `stop`, the bibliography on the references page itself).
+    Returns the new HTML and the citations that name no listed work."""
+    import html as html_lib
+
+    begin = html.find("<article")
+    end = html.find("</article>", begin) if stop is None else stop
+    if begin < 0 or end < 0:
+        return html, []
+    out, unknown = [], []
+    skip, depth, context = None, 0, ""
+    segment = html[begin:end]
+    tags = list(_TAG.finditer(segment))
+    texts = _TAG.split(segment)[0::4]  # the text before each tag (split also returns the tags' three groups)
+    for i, text in enumerate(texts):
+        if skip is None and text:
+            def link(m, text=text, context=context, i=i):
+                who, year = m["who"], m["y1"] or m["y2"]
+                if m["y2"] and not m["comma"] and " and " not in who and "et al." not in who:
+                    return m.group(0)  # "ICML 2020": a venue, not a citation
+                plain = re.sub(r"\s+", " ", html_lib.unescape(who))
+                # the sentence around the citation (a title may follow it)
+                before = _SENTENCE_END.split(html_lib.unescape(context + text[: m.start()])[-200:])[-1]
+                after = _SENTENCE_END.split(html_lib.unescape(text[m.end():] + "".join(texts[i + 1:i + 8]))[:200])[0]
+                near = before + " " + after
+                entry = resolve_citation(plain, year, near, entries)
+                if entry is None:
+                    unknown.append(m.group(0))
+                    return m.group(0)
+                return f'<a class="reference internal nl-cite" href="{href}#{entry["id"]}">{m.group(0)}</a>'
+
+            out.append(CITE.sub(link, text))
+        else:
+            out.append(text)
+        context += html_lib.unescape(text)
+        if i < len(tags):
+            t = tags[i]
+            closing, name, attrs = t.group(1), t.group(2).lower(), t.group(3)
+            if skip is None and not closing and (name in _SKIP_TAGS or (name == "span" and re.search(
+                    r'class="[^"]*\bmath\b', attrs))) and not attrs.rstrip().endswith("/"):
+                skip, depth = name, 1
+            elif skip == name:
+                depth += -1 if closing else 1
+                if depth == 0:
+                    skip = None
+            if name in _BLOCK_TAGS:
+                context = ""
+            out.append(t.group(0))
+    return html[:begin] + "".join(out) + html[end:], unknown
+
+
+def link_citations(site: Path) -> tuple[int, list[str]]:
+    """Anchor the bibliography and link every page's citations to it. Returns (links made, citations of works
+    that are not listed, as 'page: text')."""
+    site = Path(site)
+    ref_page = site / REFERENCES_PAGE
+    if not ref_page.is_file():
+        return 0, []
+    text = ref_page.read_text(encoding="utf-8")
+    entries = bibliography(text)
+    _write_if_changed(ref_page, text, anchor_bibliography(text, entries))
+    entries = bibliography(ref_page.read_text(encoding="utf-8"))
+    made, unknown = 0, []
+    for page in _pages(site):
+        text = page.read_text(encoding="utf-8")
+        stop = text.find('<section id="bibliography">') if page == ref_page else None
+        href = "" if page == ref_page else _rel(page, site, REFERENCES_PAGE)
+        new, missing = link_citations_in(text, entries, href, stop)
+        made += new.count("nl-cite") - text.count("nl-cite")
+        unknown += [f"{page.relative_to(site)}: {m}" for m in missing]
+        _write_if_changed(page, text, new)
+    return made, unknown
+
+
 # -- the checks -------------------------------------------------------------------------------
 RESOURCE_ATTRS = {"script": ["src"], "link": ["href"], "img": ["src"], "iframe": ["src"],
                   "source": ["src", "srcset"], "embed": ["src"], "video": ["src", "poster"],
@@ -470,8 +818,14 @@ def main(argv: list[str]) -> int:
     slim_icons(site)
     slim_own_assets(site)
     light_images(site)
+    settings = book_settings()
+    publish_files(site)
+    add_header_links(site, settings)
+    add_edition(site, settings)
+    drop_figure_numbers(site)
+    _, unknown = link_citations(site)
     write_search_index(site)
-    problems = check_site(site)
+    problems = check_site(site) + [f"{u}: a citation of a work the bibliography does not list" for u in unknown]
     for p in problems:
         print("finish_site:", p, file=sys.stderr)
     pages = [p for p in site.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts]

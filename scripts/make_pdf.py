@@ -16,6 +16,10 @@ are then joined (pypdf) into one file, OUT (default _build/pdf/normlab.pdf), wit
   files of the site that are not pages (a figure's full-size image) are dropped;
 * a contents list on the first page (the landing page), with a link to every section.
 
+The PDF is then copied into the site as SITE/normlab.pdf, and every page's header gets its PDF link
+(scripts/finish_site.py, publish_pdf): the pages are printed before the PDF exists, so until then the site
+shows no PDF link, never one that leads nowhere.
+
 Nothing is fetched from the network, and no browser is downloaded: Playwright drives /usr/bin/chromium.
 Exits 1 with a message when the site is not built, a page fails to load, or a link cannot be resolved.
 """
@@ -374,7 +378,19 @@ def main(argv: list[str] | None = None) -> int:
     summary = ", ".join(f"{v} {k}" for k, v in counts.items())
     print(f"make_pdf: {out} ({out.stat().st_size / 2**20:.1f} MB): {len(pages)} sections, {summary}; "
           f"{time.monotonic() - t0:.0f} s")
+    published = finish_site().publish_pdf(site, out)
+    print(f"make_pdf: published in the site as {published}; every page's header links it")
     return 0
+
+
+def finish_site():
+    """scripts/finish_site.py as a module (publish_pdf puts the PDF into the site and links it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("finish_site", Path(__file__).with_name("finish_site.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

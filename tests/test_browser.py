@@ -508,3 +508,23 @@ def test_default_frame_returns_after_moving_away_before_it_loaded(visit):
     root.evaluate(WAIT_FOR_FRAME)
     assert root.evaluate("r => r.querySelector('img.nl-frame').getAttribute('src')") == start
     assert not v.all_problems, "\n".join(v.all_problems)
+
+
+@pytest.mark.parametrize("size", ["1280x900", "390x844"])
+def test_header_download_links_are_on_screen_and_download(reader, size):
+    """A section's header shows its download links inside the screen, and each one fetches its file."""
+    w, h = map(int, size.split("x"))
+    r = reader("notebooks/04_layer_norm", viewport={"width": w, "height": h}, phone=w < 600)
+    links = r.page.evaluate("""() => Array.from(document.querySelectorAll('.article-header-buttons a.nl-get-link'))
+      .map(a => { const b = a.getBoundingClientRect();
+                  return {text: a.textContent.trim(), href: a.href, left: b.left, right: b.right, top: b.top,
+                          shown: a.checkVisibility()}; })""")
+    assert any(link["text"] == ".ipynb" for link in links), links
+    for link in links:
+        assert link["shown"] and link["left"] >= 0 and link["right"] <= w and link["top"] >= 0, (size, link)
+        if r.server.is_local(link["href"]):
+            import urllib.request
+
+            with urllib.request.urlopen(urllib.request.Request(link["href"], method="HEAD"), timeout=30) as got:
+                assert got.status == 200, (link, got.status)
+    assert not r.all_problems, "\n".join(r.all_problems)

@@ -58,3 +58,167 @@ def test_slim_own_assets_strips_comments_and_keeps_the_code(tmp_path):
     assert js == '(function () {\n  var url = "http://x"; // kept: after code\n  return 1;\n})();\n'
     assert (static / "normlab-book.css").read_text(encoding="utf-8") == '.a { content: "x"; }\n'
     assert saved > 30 and finish_site.slim_own_assets(tmp_path) == 0
+
+
+# -- taking the book along: header links, footer, citations --------------------------------------------
+HEADER = '<div class="article-header-buttons">\n<button class="theme-switch-button"></button>\n</div>'
+
+
+def made_up_site(tmp_path: Path) -> Path:
+    """Two pages (the landing page and a section), the section's notebook under _sources, a footer."""
+    site = tmp_path / "html"
+    footer = ('<footer class="bd-footer-content"><p class="nl-licence">Code: MIT License. Cite as described in '
+              '<a class="nl-citation-file" href="CITATION.cff">CITATION.cff</a>.</p></footer>')
+    for rel, body in [("book/intro.html", 'clone <span class="nl-repository">the repository</span>; '
+                                          '<span class="nl-pdf">the whole book</span>'),
+                      ("notebooks/04_layer_norm.html", "<p>LayerNorm</p>")]:
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(f"<html><body>{HEADER}<article>{body}</article>{footer}</body></html>",
+                                encoding="utf-8")
+    (site / "_sources" / "notebooks").mkdir(parents=True)
+    (site / "_sources" / "notebooks" / "04_layer_norm.ipynb").write_text("{}", encoding="utf-8")
+    return site
+
+
+def hrefs(page: Path) -> list[str]:
+    import re
+
+    return re.findall(r'href="([^"]*)"', page.read_text(encoding="utf-8"))
+
+
+def resolves(page: Path, href: str) -> bool:
+    return (page.parent / href).resolve().is_file()
+
+
+def test_header_links_the_notebook_and_shows_the_pdf_and_repository_only_when_they_exist(tmp_path):
+    site = made_up_site(tmp_path)
+    intro, section = site / "book" / "intro.html", site / "notebooks" / "04_layer_norm.html"
+    settings = {"repository": "", "version": "0.1.0", "date": "2026-01-02"}
+    finish_site.add_header_links(site, settings)
+    for page in (intro, section):
+        assert not [h for h in hrefs(page) if h.endswith(".pdf")], "a PDF link before there is a PDF"
+        assert all(resolves(page, h) for h in hrefs(page) if not h.endswith(".cff")), hrefs(page)
+    assert "../_sources/notebooks/04_layer_norm.ipynb" in hrefs(section)
+    assert not [h for h in hrefs(intro) if h.endswith(".ipynb")]  # the landing page is not a notebook
+    assert '<span class="nl-repository">the repository</span>' in intro.read_text(encoding="utf-8")
+    assert "Repository" not in section.read_text(encoding="utf-8")
+
+    pdf = tmp_path / "book.pdf"
+    pdf.write_bytes(b"%PDF-1.4 made up")
+    settings["repository"] = "https://example.org/normlab"
+    import shutil
+
+    shutil.copy(pdf, site / finish_site.PDF_NAME)
+    finish_site.add_header_links(site, settings)
+    finish_site.add_header_links(site, settings)  # idempotent: one block, not two
+    for page in (intro, section):
+        pdf_links = [h for h in hrefs(page) if h.endswith(".pdf")]
+        assert pdf_links and all(resolves(page, h) for h in pdf_links), pdf_links
+        assert page.read_text(encoding="utf-8").count('class="nl-get"') == 1
+        assert "https://example.org/normlab" in hrefs(page)
+    assert '<a class="nl-repository reference external" href="https://example.org/normlab">the repository</a>' \
+        in intro.read_text(encoding="utf-8")
+
+
+def test_publish_pdf_copies_the_pdf_into_the_site_and_links_it(tmp_path):
+    site = made_up_site(tmp_path)
+    pdf = tmp_path / "pdf" / "normlab.pdf"
+    pdf.parent.mkdir()
+    pdf.write_bytes(b"%PDF-1.4 another")
+    target = finish_site.publish_pdf(site, pdf)
+    assert target.read_bytes() == pdf.read_bytes()
+    section = site / "notebooks" / "04_layer_norm.html"
+    assert "../normlab.pdf" in hrefs(section) and resolves(section, "../normlab.pdf")
+
+
+def test_footer_gives_version_date_and_a_working_citation_link(tmp_path):
+    site = made_up_site(tmp_path)
+    finish_site.publish_files(site)
+    assert (site / "CITATION.cff").read_bytes() == (ROOT / "CITATION.cff").read_bytes()
+    settings = finish_site.book_settings()
+    finish_site.add_edition(site, settings)
+    finish_site.add_edition(site, settings)
+    section = site / "notebooks" / "04_layer_norm.html"
+    text = section.read_text(encoding="utf-8")
+    assert "../CITATION.cff" in hrefs(section) and resolves(section, "../CITATION.cff")
+    assert "../CITATION.cff" in hrefs(site / "book" / "intro.html")
+    import re
+
+    version = re.search(r"(?m)^version: (\S+)", (ROOT / "CITATION.cff").read_text(encoding="utf-8")).group(1)
+    assert text.count('<p class="nl-edition">') == 1
+    assert f"Version {version}, built {settings['date']}." in text
+
+
+def test_build_date_follows_source_date_epoch_then_the_last_commit(tmp_path):
+    import subprocess
+
+    assert finish_site.build_date(ROOT, {"SOURCE_DATE_EPOCH": "0"}) == "1970-01-01"
+    assert finish_site.build_date(ROOT, {"SOURCE_DATE_EPOCH": "1700000000"}) == "2023-11-14"
+    last = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%d"],
+                          capture_output=True, text=True, env={"TZ": "UTC"}).stdout.strip()
+    if last:
+        assert finish_site.build_date(ROOT, {}) == last
+    import pytest
+
+    with pytest.raises(ValueError, match="SOURCE_DATE_EPOCH.*'yesterday'"):
+        finish_site.build_date(ROOT, {"SOURCE_DATE_EPOCH": "yesterday"})
+
+
+BIBLIOGRAPHY = """<article><p>Intro (Liu et al., 2020). The RAdam paper (Liu et al., 2020).</p>
+<section id="bibliography"><h2>Bibliography</h2><ul class="simple">
+<li><p>Liyuan Liu, Xiaodong Liu and Jiawei Han (2020). Understanding the Difficulty of Training.</p></li>
+<li><p>Liyuan Liu, Haoming Jiang and Jiawei Han (2020). On the Variance of the Adaptive Learning Rate.</p></li>
+<li><p>Hugo Touvron, Thibaut Lavril and others (2023). LLaMA: Open and Efficient Foundation.</p></li>
+<li><p>Hugo Touvron, Louis Martin and others (2023). Llama 2: Open Foundation and Fine-Tuned.</p></li>
+<li><p>Alex Henry, Prudhvi Raj Dachapally and Yuxuan Chen (2020). Query-Key Normalization.</p></li>
+<li><p>Mostafa Dehghani and others (2023). Scaling Vision Transformers to 22 Billion Parameters. ICML 2023.</p></li>
+<li><p>Shaked Brody, Uri Alon and Eran Yahav (2023). On the Expressivity Role of LayerNorm. ACL.</p></li>
+<li><p>B. P. Welford (1962). Note on a Method for Calculating Corrected Sums of Squares. Technometrics.</p></li>
+</ul></section></article>"""
+PAGE = """<article><h2>Welford (1962) in a heading</h2>
+<p>One sweep (Welford, 1962, the update). QK-norm (Henry et al., 2020; Dehghani et al., 2023) at ICML 2023; as
+Brody, Alon and Yahav (2023) show. The paper that introduced RAdam, Liu et al. (2020). Amplification:
+Liu et al. (2020). The Llama 2 weights: Touvron et al. (2023). <code>Welford (1962)</code>
+<a href="https://doi.org">Welford (1962)</a> (Smith et al., 2031).</p></article>"""
+
+
+def test_citations_link_to_their_bibliography_entry(tmp_path):
+    import re
+
+    site = tmp_path / "html"
+    (site / "book").mkdir(parents=True)
+    (site / "notebooks").mkdir()
+    (site / "book" / "references.html").write_text(BIBLIOGRAPHY, encoding="utf-8")
+    (site / "notebooks" / "05.html").write_text(PAGE, encoding="utf-8")
+    made, unknown = finish_site.link_citations(site)
+    refs = (site / "book" / "references.html").read_text(encoding="utf-8")
+    ids = re.findall(r'<li id="([^"]+)">', refs)
+    assert ids == ["ref-liu-2020", "ref-liu-2020-2", "ref-touvron-2023", "ref-touvron-2023-2", "ref-henry-2020",
+                   "ref-dehghani-2023", "ref-brody-2023", "ref-welford-1962"]
+    page = (site / "notebooks" / "05.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a class="reference internal nl-cite" href="([^"]*)">(.*?)</a>', page, re.S)
+    assert [(h, re.sub(r"\s+", " ", t)) for h, t in links] == [
+        ("../book/references.html#ref-welford-1962", "Welford, 1962"),
+        ("../book/references.html#ref-henry-2020", "Henry et al., 2020"),
+        ("../book/references.html#ref-dehghani-2023", "Dehghani et al., 2023"),
+        ("../book/references.html#ref-brody-2023", "Brody, Alon and Yahav (2023)"),
+        ("../book/references.html#ref-liu-2020-2", "Liu et al. (2020)"),
+        ("../book/references.html#ref-liu-2020", "Liu et al. (2020)"),
+        ("../book/references.html#ref-touvron-2023-2", "Touvron et al. (2023)")]
+    assert "<h2>Welford (1962) in a heading</h2>" in page and "<code>Welford (1962)</code>" in page
+    assert "at ICML 2023;" in page and '<a href="https://doi.org">Welford (1962)</a>' in page
+    assert unknown == ["notebooks/05.html: Smith et al., 2031"]
+    assert re.findall(r'href="(#[^"]+)"', refs) == ["#ref-liu-2020", "#ref-liu-2020-2"]  # the page itself
+    assert made == 9
+    assert finish_site.link_citations(site) == (0, unknown)  # idempotent
+
+
+def test_captions_lose_sphinx_figure_numbers(tmp_path):
+    page = tmp_path / "notebooks" / "07.html"
+    page.parent.mkdir()
+    page.write_text('<figcaption><p><span class="caption-number">Fig. 1 </span><span class="caption-text">Figure 23-5: '
+                    'post-norm.</span></p></figcaption>', encoding="utf-8")
+    assert finish_site.drop_figure_numbers(tmp_path) == 1
+    assert page.read_text(encoding="utf-8") == ('<figcaption><p><span class="caption-text">Figure 23-5: post-norm.'
+                                                '</span></p></figcaption>')
+    assert finish_site.drop_figure_numbers(tmp_path) == 0

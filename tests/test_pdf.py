@@ -245,3 +245,16 @@ def test_a_glossary_link_jumps_to_its_entry(pdf):
     assert entry_pages, "the glossary's 'Sublayer' entry is not in the PDF text"
     assert any(p == entry_pages[0] for p, _ in jumps), \
         f"no link of 23.1 jumps to page {entry_pages[0] + 1}, where the 'Sublayer' entry is printed"
+
+
+def test_the_site_publishes_the_pdf_and_every_page_links_it(pdf):
+    published = SITE / "normlab.pdf"
+    assert published.is_file() and published.read_bytes() == PDF.read_bytes(), \
+        "make pdf did not put the PDF into the site (scripts/finish_site.py, publish_pdf)"
+    for name in PAGES:
+        page = SITE / f"{name}.html"
+        html = page.read_text(encoding="utf-8")
+        start = html.find('<div class="article-header-buttons">')
+        links = [h for h in re.findall(r'href="([^"]*)"', html[start:html.find("</div>", start)]) if h.endswith(".pdf")]
+        assert links, f"{name}: no PDF link in the header"
+        assert all((page.parent / h).resolve() == published.resolve() for h in links), (name, links)

@@ -920,3 +920,170 @@ INTERACTIONS = {
                                        sidebar_toggle_opens_and_closes_the_toc],
            "notebooks/08_backward": [phone_page_contents_toggle_opens]},
 }
+
+
+# -- taking the book along: header links, footer, citations, captions, index -------------------------------
+def _finish_site():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "finish_site.py"
+    spec = importlib.util.spec_from_file_location("finish_site", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _header_hrefs(html: str) -> list[str]:
+    start = html.find('<div class="article-header-buttons">')
+    assert start >= 0, "no article header"
+    return re.findall(r'href="([^"]*)"', html[start:html.find("</div>", start)])
+
+
+def test_header_links_the_notebook_the_pdf_and_the_repository_only_where_they_lead(site):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    settings = _finish_site().book_settings(root)
+    has_pdf = (site / "normlab.pdf").is_file()
+    for page_path in PAGES:
+        page = site / f"{page_path}.html"
+        links = _header_hrefs(page.read_text(encoding="utf-8"))
+        local = [h for h in links if not h.startswith(("http:", "https:"))]
+        for href in local:
+            assert (page.parent / href).resolve().is_file(), f"{page_path}: the header links {href}, which is missing"
+        notebooks = [h for h in local if h.endswith(".ipynb")]
+        if page_path.startswith("notebooks/"):
+            assert len(notebooks) == 1, f"{page_path}: no download link for its notebook"
+            got = (page.parent / notebooks[0]).resolve().read_bytes()
+            assert got == (root / f"{page_path}.ipynb").read_bytes(), f"{page_path}: the download is not its notebook"
+        pdfs = [h for h in local if h.endswith(".pdf")]
+        assert bool(pdfs) == has_pdf, f"{page_path}: PDF link {pdfs} while the site {'has' if has_pdf else 'lacks'} it"
+        repos = [h for h in links if h.startswith(("http:", "https:"))]
+        assert repos == ([settings["repository"]] if settings["repository"] else []), f"{page_path}: {repos}"
+
+
+def test_footer_gives_the_version_the_build_date_and_links_citation_cff(site):
+    fs = _finish_site()
+    settings = fs.book_settings()
+    assert (site / "CITATION.cff").read_bytes() == (fs.ROOT / "CITATION.cff").read_bytes()
+    for page_path in PAGES:
+        page = site / f"{page_path}.html"
+        html = page.read_text(encoding="utf-8")
+        footer = html[html.find('<footer class="bd-footer-content'):]
+        assert f"Version {settings['version']}, built {settings['date']}." in footer, page_path
+        cff = re.findall(r'href="([^"]*CITATION\.cff)"', footer)
+        assert cff and (page.parent / cff[0]).resolve() == (site / "CITATION.cff").resolve(), (page_path, cff)
+
+
+class _ProseText(HTMLParser):
+    """The article's text outside links, code, maths and headings, by block; and every link's href."""
+    SKIP = {"a", "code", "pre", "script", "style", "h1", "h2", "h3", "h4", "h5", "h6"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.blocks, self.hrefs, self.skip, self.on = [""], [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "article":
+            self.on = True
+        if tag == "section" and a.get("id") == "bibliography":
+            self.on = False  # the entries themselves
+        if tag == "a" and a.get("href") and self.on:
+            self.hrefs.append(a["href"])
+        if tag in self.SKIP or (tag == "span" and "math" in (a.get("class") or "").split()):
+            self.skip.append(tag)
+        if tag in ("p", "li", "td", "th", "div", "figcaption"):
+            self.blocks.append("")
+
+    def handle_endtag(self, tag):
+        if self.skip and self.skip[-1] == tag:
+            self.skip.pop()
+        if tag == "article":
+            self.on = False
+
+    def handle_data(self, data):
+        if self.on and not self.skip:
+            self.blocks[-1] += data
+
+
+# An author-year citation as the pages write it: "Xiong et al. (2020)", "(Welford, 1962)", "Brody, Alon and
+# Yahav (2023)", "(Kingma and Ba 2015)"; not a venue's year ("ICML 2020").
+_NAME = r"[A-Z][\w’'-]+"
+UNLINKED_CITATION = re.compile(
+    rf"{_NAME}(?: et al\.|,? and {_NAME})?(?:,\s(?:19|20)\d\d\b|,\sn\.d\.|\s\((?:19|20)\d\d\))"
+    rf"|{_NAME}(?: et al\.|,? and {_NAME})\s(?:19|20)\d\d\)")
+
+
+def test_every_citation_links_to_its_entry_in_the_references(site):
+    refs_html = (site / "book" / "references.html").read_text(encoding="utf-8")
+    ids = set(re.findall(r'\bid="([^"]+)"', refs_html))
+    bib = refs_html[refs_html.find('<section id="bibliography">'):]
+    bib = bib[:bib.find("</section>")]
+    entries = re.findall(r'<li id="(ref-[^"]+)">', bib)
+    assert len(entries) >= 40 and len(entries) == bib.count("<li"), "bibliography entries without an id"
+    unlinked, dead, linked = [], [], 0
+    for page_path in PAGES:
+        scan = _ProseText()
+        scan.feed((site / f"{page_path}.html").read_text(encoding="utf-8"))
+        for block in scan.blocks:
+            unlinked += [f"{page_path}: {m.group(0)}" for m in UNLINKED_CITATION.finditer(block)]
+        for href in scan.hrefs:
+            target, _, fragment = href.partition("#")
+            if (target.endswith("references.html") or (page_path == "book/references" and not target)) \
+                    and fragment.startswith("ref-"):
+                linked += 1
+                if fragment not in ids:
+                    dead.append(f"{page_path}: {href}")
+    assert not unlinked, f"citations that do not link to the references: {unlinked[:10]}"
+    assert not dead, f"citation links to no entry: {dead[:10]}"
+    assert linked >= 100
+
+
+def test_the_citation_scan_sees_an_unlinked_citation():
+    scan = _ProseText()
+    scan.feed('<article><p>As <a href="x">Ba et al. (2016)</a> and Xiong et al. (2020) showed (Welford, 1962),'
+              ' at ICML 2020 (Kingma and Ba 2015).</p><h2>Welford (1962)</h2></article>')
+    found = [m.group(0) for b in scan.blocks for m in UNLINKED_CITATION.finditer(b)]
+    assert found == ["Xiong et al. (2020)", "Welford, 1962", "Kingma and Ba 2015)"]
+
+
+def test_captions_carry_one_label_and_there_is_no_empty_index(site):
+    labelled = 0
+    for page_path in PAGES:
+        html = (site / f"{page_path}.html").read_text(encoding="utf-8")
+        assert "genindex" not in html, f"{page_path}: links the general index"
+        for caption in re.findall(r"<figcaption.*?</figcaption>", html, re.S):
+            text = re.sub(r"\s+", " ", html_text(caption)).strip()
+            labels = re.findall(r"\b(?:Fig\.|Figure) \d+(?:-\d+)?\b", text[:40])
+            assert len(labels) <= 1, f"{page_path}: a caption with two labels: {text[:80]!r}"
+            labelled += bool(labels)
+    assert labelled >= 1  # Figure 23-5 keeps its own label
+    assert not (site / "genindex.html").exists()
+
+
+def test_previous_and_next_titles_are_the_contents_titles(site):
+    titles = {}
+    for page_path in PAGES:
+        html = (site / f"{page_path}.html").read_text(encoding="utf-8")
+        nav = html[html.find('<nav class="bd-links bd-docs-nav'):]
+        nav = nav[:nav.find("</nav>")]
+        for href, title in re.findall(r'<a class="reference internal" href="([^"#]+)">(.*?)</a>', nav, re.S):
+            titles[(site / page_path).parent.joinpath(href).resolve()] = re.sub(r"\s+", " ", html_text(title)).strip()
+    checked = 0
+    for page_path in PAGES:
+        html = (site / f"{page_path}.html").read_text(encoding="utf-8")
+        for href, title in re.findall(r'<a class="(?:left-prev|right-next)"\s+href="([^"]+)".*?'
+                                      r'<p class="prev-next-title">(.*?)</p>', html, re.S):
+            target = (site / page_path).parent.joinpath(href).resolve()
+            if target in titles:
+                assert html_text(title).strip() == titles[target], (page_path, href, title, titles[target])
+                checked += 1
+    assert checked >= 2 * (len(PAGES) - 2)
+
+
+def html_text(fragment: str) -> str:
+    import html as html_lib
+
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", fragment))
