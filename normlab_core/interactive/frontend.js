@@ -299,7 +299,7 @@ function render({ model, el }) {
 function pageStates() {
   if (window.normlabStates) return window.normlabStates;
   const states = { ...history.state?.normlab };
-  const same = (a = {}) => Object.keys(a).length === Object.keys(states).length &&
+  const same = (a) => !!a && typeof a === "object" && Object.keys(a).length === Object.keys(states).length &&
     Object.entries(states).every(([k, v]) => a[k] === v);
   const keep = () => {
     const now = history.state && typeof history.state === "object" ? history.state : {};
