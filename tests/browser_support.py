@@ -219,7 +219,16 @@ class Tab:
             # Playwright's full-page capture resizes the window for a moment, and the <picture> changes its mind
             # (which source a page shows is checked by test_site_reading.figure_layout_problems)
             return
+        if "ERR_ABORTED" in (request.failure or "") and self._frame(request.url):
+            # an explorable's frame that was fetched ahead, or asked for by a state passed by, cancelled when the
+            # reader moved on (frontend.js; a frame that is asked for and never shows is check_state's failure)
+            return
         self.network_problems.append(f"request failed: {request.url} ({request.failure})")
+
+    def _frame(self, url: str) -> bool:
+        """Is `url` one of an explorable's frames (<page folder>/nl-frames/<name>/<digest>.png)?"""
+        path = self.server.local_file(url, self.site)
+        return path is not None and path.suffix == ".png" and path.parent.parent.name == "nl-frames"
 
     def _picture_source(self, url: str) -> bool:
         """Is `url` a static figure's phone drawing (_images/<wide name>-narrow.png) or the wide one beside it?"""

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, SCREENSHOTS, Tab, toc_pages
+from browser_support import ROOT, SCREENSHOTS, Tab, toc_pages, wait_for_mathjax
 
 pytestmark = pytest.mark.browser
 
@@ -528,3 +528,135 @@ def test_header_download_links_are_on_screen_and_download(reader, size):
             with urllib.request.urlopen(urllib.request.Request(link["href"], method="HEAD"), timeout=30) as got:
                 assert got.status == 200, (link, got.status)
     assert not r.all_problems, "\n".join(r.all_problems)
+
+
+def several_explorables_page() -> str:
+    """A section page that shows two explorables or more (23.6 when it does)."""
+    pages = [p for p, n in explorable_counts().items() if n >= 2]
+    if not pages:
+        pytest.fail("no page of the built site shows two explorables")
+    return next((p for p in pages if p.startswith("notebooks/06_")), pages[0])
+
+
+def test_back_forward_and_reload_bring_back_every_explorable_of_a_page(visit):
+    """Two explorables moved one after the other: after leaving the page and coming Back, after Forward and Back
+    again, and after a reload, both show what they showed (controls, frame, readouts, alt text, aria-valuetext:
+    Python's at those stops), and the others stay at their start."""
+    page_path = several_explorables_page()
+    v = visit(page_path)
+    roots = v.page.locator(".normlab-explorable")
+    names = [roots.nth(r).get_attribute("data-explorable") for r in range(roots.count())]
+    starts = [roots.nth(r).evaluate("r => JSON.parse(r.querySelector('.nl-spec').textContent).start")
+              for r in range(roots.count())]
+    want = {}
+    for r in (0, 1):   # A, then B: the one moved last
+        root, expected = roots.nth(r), Expected(names[r])
+        root.scroll_into_view_if_needed()
+        state = list(starts[r])
+        for i in range(min(2, len(state))):   # two controls (or the one there is) moved off their start
+            state[i] = 0 if state[i] else 1
+            move(v, root, i, state[i])
+        got = check_state(v, root, names[r], expected, state, "moving it")
+        want[names[r]] = {k: got[k] for k in ("controls", "labels", "rows", "src", "alt", "valuetext")}
+    assert not v.all_problems, "\n".join(v.all_problems)
+    assert v.page.evaluate("() => Object.keys(history.state.normlab).sort()") == sorted(want)
+
+    def settled() -> None:   # MathJax and everything else the page loads: leaving before would cancel it
+        wait_for_mathjax(v.page)
+        v.page.wait_for_load_state("networkidle", timeout=90000)
+
+    def shown(what: str) -> None:
+        settled()
+        roots = v.page.locator(".normlab-explorable")
+        for r, name in enumerate(names):
+            root = roots.nth(r)
+            root.scroll_into_view_if_needed()
+            if name not in want:
+                assert root.evaluate(STATE)["controls"] == starts[r], f"{name} after {what}: not touched"
+                continue
+            check_state(v, root, name, Expected(name), want[name]["controls"], what)
+            got = root.evaluate(STATE)
+            assert {k: got[k] for k in want[name]} == want[name], f"{name} after {what}"
+        assert not v.all_problems, "\n".join(v.all_problems)
+
+    v.page.goto(v.server.base + "book/glossary.html", wait_until="load")
+    settled()
+    v.page.go_back(wait_until="load")
+    shown("Back")
+    v.page.go_forward(wait_until="load")
+    assert v.page.url.endswith("book/glossary.html")
+    settled()
+    v.page.go_back(wait_until="load")
+    shown("Forward and Back")
+    v.page.reload(wait_until="load")
+    shown("a reload")
+
+
+PRIORITY = {"VeryLow": 0, "Low": 1, "Medium": 2, "High": 3, "VeryHigh": 4}
+
+
+def test_on_a_slow_link_the_frame_asked_for_comes_before_frames_fetched_ahead(browser, server):
+    """At 400 kbit/s (100 ms latency, emulated by Chromium), a slider moved twice: the first frame asked for is
+    fetched with a higher priority than the frames fetched ahead after it is shown, at most two of those are on
+    their way at once, and when the reader moves on, those still on their way are cancelled, so that no frame
+    fetched ahead arrives before the second frame asked for."""
+    from browser_support import DESKTOP
+
+    page_path = several_explorables_page()
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        page = context.new_page()
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        events = []   # (what, request id, url, priority), in the order Chromium reports them
+        cdp.on("Network.requestWillBeSent", lambda e: events.append(
+            ("sent", e["requestId"], e["request"]["url"], e["request"].get("initialPriority"))))
+        cdp.on("Network.loadingFinished", lambda e: events.append(("done", e["requestId"], None, None)))
+        cdp.on("Network.loadingFailed", lambda e: events.append(
+            ("cancelled" if e.get("canceled") else "failed", e["requestId"], None, None)))
+        page.goto(server.base + page_path + ".html", wait_until="load")
+        root = page.locator(".normlab-explorable").first
+        root.scroll_into_view_if_needed()
+        root.evaluate(WAIT_FOR_FRAME)
+        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 100,
+                                                     "downloadThroughput": 400_000 / 8,
+                                                     "uploadThroughput": 400_000 / 8})
+        start = len(events)
+        slider = root.locator("input[type=range]").first
+        at, top = int(slider.input_value()), int(slider.get_attribute("max"))
+        assert top >= 2, "the test needs a slider with three stops or more"
+        key = "ArrowRight" if at + 2 <= top else "ArrowLeft"
+        slider.focus()
+        frames = []
+        for _ in range(2):   # the second move as soon as the first frame is shown: frames ahead are on their way
+            page.keyboard.press(key)
+            root.evaluate(WAIT_FOR_FRAME.replace("10000", "120000"))
+            frames.append(server.base.rstrip("/") + root.evaluate(
+                "r => new URL(r.dataset.frame, location.href).pathname"))
+        for _ in range(1200):   # until every frame request made so far has finished or failed
+            requests = {e[1]: e for e in events[start:] if e[0] == "sent" and "/nl-frames/" in e[2]
+                        and e[2].endswith(".png")}
+            if set(requests) <= {e[1] for e in events if e[0] != "sent"}:
+                break
+            page.wait_for_timeout(100)
+        log = [e for e in events[start:] if e[1] in requests]
+    finally:
+        context.close()
+    end = {e[1]: (i, e[0]) for i, e in enumerate(log) if e[0] != "sent"}
+    assert set(end) == set(requests), "a frame request never ended"
+    [first] = [r for r, e in requests.items() if e[2] == frames[0]]
+    [second] = [r for r, e in requests.items() if e[2] == frames[1] and end[r][1] == "done"]
+    ahead = [r for r in requests if r not in (first, second) and log.index(requests[r]) > end[first][0]]
+    assert ahead, "no frame was fetched ahead after the first frame was shown"
+    assert all(PRIORITY[requests[first][3]] > PRIORITY[requests[r][3]] for r in ahead), \
+        [(requests[r][2].rsplit("/", 1)[1], requests[r][3]) for r in [first, *ahead]]
+    on_the_way, most = set(), 0
+    for what, r, _, _ in log:
+        if r in ahead:
+            (on_the_way.add if what == "sent" else on_the_way.discard)(r)
+            most = max(most, len(on_the_way))
+    assert most <= 2, f"{most} frames fetched ahead at once"
+    early = [requests[r][2] for r in ahead if end[r][0] < end[second][0] and end[r][1] == "done"]
+    assert not early, f"frames fetched ahead arrived before the frame asked for: {early}"
+    cancelled = [r for r in ahead if end[r][1] == "cancelled" and end[r][0] < end[second][0]]
+    assert cancelled, "no frame fetched ahead was cancelled when the reader moved on"

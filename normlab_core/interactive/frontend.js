@@ -7,6 +7,7 @@
 // and put in place together with its readouts and alt text.
 
 const NARROW = "(max-width: 600px)";   // the narrow layout: panels stacked, for phones
+const AHEAD_AT_ONCE = 2;   // frames fetched ahead at the same time (on a slow link they share it with none asked for)
 
 function make(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -30,10 +31,15 @@ function readoutTable(rows) {   // rows: [label, text or element] pairs
 // root: the element to draw into; spec: from Python; source: {table, wake(), want(key, layout), ahead(keys, layout),
 // aheadCount, save?(key)}. Returns what a source calls: arrived(layout, key) when a frame came, adopt(key) to follow
 // a state set elsewhere, status(text) for a message on the figure, key(), layout(), close().
+// Frames load as <img> elements (they work from file://, where fetch() is refused): the one the reader asked for at
+// once, with high priority; the likeliest next ones only once it is shown, AHEAD_AT_ONCE at a time with low priority.
+// A frame on its way that is no longer wanted (the reader moved on) is cancelled by taking away its src.
 function explorable(root, spec, source) {
   const { table } = source, controls = spec.controls, images = new Map();
   let state = spec.start.slice(), layout = matchMedia(NARROW).matches ? "narrow" : "wide";
-  let shownKey = null, wanted = 0, loadingTimer = 0, moved = 0, step = 1, note = "";
+  let shownKey = null, wanted = 0, loadingTimer = 0, moved = 0, step = 1, note = "", asked = null;
+  let queue = [];   // sources to fetch ahead, likeliest first
+  const fetching = new Map();   // source -> its entry in images, for the frames being fetched ahead
   const shapes = new Map(Object.entries(spec.shapes || {}).map(([k, v]) => [k, new Set(v)]));
   const keyOf = (s) => s.join(","), entryOf = (k = keyOf(state)) => table.get(`${layout}|${k}`);
   root.classList.add("normlab-explorable", `nl-${spec.name.replace(/_/g, "-")}`);
@@ -58,7 +64,7 @@ function explorable(root, spec, source) {
     const src = layout === "narrow" ? page.querySelector("source").getAttribute("srcset") : img.getAttribute("src");
     img = make("img", { loading: img.getAttribute("loading") || "lazy", decoding: "async", class: "nl-frame",
       width: spec[layout][0], height: spec[layout][1], alt: img.alt, src });   // lazy before src: it waits to be near
-    images.set(src, { pic: img, ready: null });
+    images.set(src, { pic: img, ready: null, done: true });
     page.replaceWith(img);
   }
   root.replaceChildren(...[...root.children].filter((n) => n.matches("link, script")),
@@ -91,13 +97,38 @@ function explorable(root, spec, source) {
     root.dataset.state = k;
   }
 
-  function picture(src) {   // one decoded <img> per source, made once
+  function picture(src, urgent) {   // one decoded <img> per source, made once; urgent: the reader waits for it
     if (!images.has(src)) {
-      const pic = make("img", { class: "nl-frame", width: spec[layout][0], height: spec[layout][1], src });
-      images.set(src, { pic, ready: pic.decode().catch(() => {}) });
+      const pic = make("img", { class: "nl-frame", width: spec[layout][0], height: spec[layout][1],
+        fetchpriority: urgent ? "high" : "low", src });   // src last: the priority is set when the fetch starts
+      const item = { pic, done: false };
+      item.ready = pic.decode().catch(() => {}).then(() => { item.done = true; });
+      images.set(src, item);
       if (images.size > 96) images.delete(images.keys().next().value);
     }
+    if (urgent) fetching.delete(src);   // fetched ahead and now asked for: it is never cancelled
     return images.get(src);
+  }
+
+  function cancel(keep) {   // frames being fetched ahead whose source is not in `keep` are dropped mid-way
+    for (const [src, item] of fetching) {
+      if (keep.has(src)) continue;
+      fetching.delete(src);
+      if (images.get(src) === item) images.delete(src);
+      item.pic.removeAttribute("src");   // the browser cancels the request (over http and from file://)
+    }
+  }
+
+  function later(src, item) {   // a frame on its way that the reader does not wait for: cancelled when not wanted
+    fetching.set(src, item);
+    item.ready.then(() => { if (fetching.get(src) === item) { fetching.delete(src); pump(); } });
+  }
+
+  function pump() {   // start frames ahead while nothing the reader asked for is on its way
+    while (!asked && fetching.size < AHEAD_AT_ONCE && queue.length) {
+      const src = queue.shift();
+      if (!images.has(src)) later(src, picture(src, false));
+    }
   }
 
   async function show() {
@@ -106,9 +137,16 @@ function explorable(root, spec, source) {
     if (!(entry && key === shownKey)) loadingTimer = setTimeout(() => root.classList.add("nl-loading"), 100);
     if (!entry) return;   // asked for by render(); shown when it arrives
     root.dataset.frame = entry.src;
-    const { pic, ready } = picture(entry.src);
+    if (asked && asked.src !== entry.src && !asked.item.done) later(asked.src, asked.item);   // a state passed by
+    const item = picture(entry.src, true), { pic, ready } = item;
+    asked = item.done ? null : { src: entry.src, item };
+    if (asked) {   // on its way: frames fetched ahead (or asked for by a state passed by) do not go on beside it
+      queue = [];
+      cancel(new Set());
+    }
     await ready;
     if (mine !== wanted) return;   // a newer state was asked for while this one decoded
+    asked = null;
     clearTimeout(loadingTimer);
     root.classList.remove("nl-loading");
     pic.alt = entry.alt;
@@ -138,7 +176,10 @@ function explorable(root, spec, source) {
     });
     const keys = [...new Set([...along, ...rest, ...spec.presets.map(([, , p]) => keyOf(p))])]
       .filter((k) => k !== keyOf(state)).slice(0, source.aheadCount);
-    keys.forEach((k) => entryOf(k) && picture(entryOf(k).src));   // decoded ahead
+    const srcs = [...new Set(keys.filter((k) => entryOf(k)).map((k) => entryOf(k).src))];
+    cancel(new Set(srcs));   // frames on their way for the last state's neighbours that this state does not have
+    queue = srcs.filter((src) => !images.has(src));
+    pump();   // fetched and decoded ahead, a few at a time
     const missing = keys.filter((k) => !entryOf(k));
     if (missing.length) source.ahead(missing, layout);   // the kernel draws them while idle
   }
@@ -178,7 +219,7 @@ function explorable(root, spec, source) {
   return {
     arrived(l, key) {   // a frame came: shown if it is the state wanted, else decoded for later
       if (l === layout && key === keyOf(state)) show();
-      else if (l === layout && entryOf(key)) picture(entryOf(key).src);
+      else if (l === layout && entryOf(key)) { queue.push(entryOf(key).src); pump(); }
     },
     adopt(key) { state = key.split(",").map((p) => (p.startsWith("=") ? p : +p)); moved = -1; sync(null); show(); },
     status(text) { note = text; setStatus(text); },
@@ -251,13 +292,31 @@ function render({ model, el }) {
 }
 
 // -- the static face: explorables in a book page, their frames in files beside it -------------------------------
+// The state of every explorable the reader moved on this page, {name: state key}, kept in history.state.normlab so
+// that Back, Forward and a reload bring all of them back. One record for the page, shared by the copies of this
+// script (each explorable's own tag runs one) and written again when another script replaced history.state (the
+// theme's search highlighting does, once the page is parsed) or a link within the page added an entry.
+function pageStates() {
+  if (window.normlabStates) return window.normlabStates;
+  const states = { ...history.state?.normlab };
+  const same = (a) => !!a && typeof a === "object" && Object.keys(a).length === Object.keys(states).length &&
+    Object.entries(states).every(([k, v]) => a[k] === v);
+  const keep = () => {
+    const now = history.state && typeof history.state === "object" ? history.state : {};
+    if (Object.keys(states).length && !same(now.normlab)) history.replaceState({ ...now, normlab: { ...states } }, "");
+  };
+  document.addEventListener("DOMContentLoaded", keep);
+  ["load", "hashchange"].forEach((ev) => window.addEventListener(ev, keep));
+  return (window.normlabStates = { states, keep });
+}
+
 function boot() {
   const tables = (window.normlabTables = window.normlabTables || {});   // name -> what to do with its table.js
   window.normlabTable = (data) => tables[data.name] && tables[data.name](data);
   for (const root of document.querySelectorAll(".normlab-explorable[data-dir]:not(.nl-ready)")) {
     root.classList.add("nl-ready");
     const spec = JSON.parse(root.querySelector("script.nl-spec").textContent);
-    const dir = root.dataset.dir, table = new Map(), saved = history.state?.normlab || {};
+    const dir = root.dataset.dir, table = new Map(), page = pageStates();
     let loading = false, ui = null;
     const loaded = (data) => {
       for (const [key, [w, n, r, a]] of Object.entries(data.frames)) {
@@ -274,19 +333,18 @@ function boot() {
         document.head.append(make("script", { src: `${dir}table.js` }));
       },
       want() { source.wake(); },
-      save(key) {   // the page's state, for Back and Forward
-        saved[spec.name] = key;
-        history.replaceState({ ...history.state, normlab: { ...saved } }, "");
-      },
+      save(key) { page.states[spec.name] = key; page.keep(); },   // for Back, Forward and reload
     };
     for (const [l, [src, rows, alt]] of Object.entries(spec.first)) {
       table.set(`${l}|${spec.start.join(",")}`, { src: dir + src, rows, alt });
     }
     ui = explorable(root, spec, source);
     ["pointerdown", "focusin", "keydown"].forEach((ev) => root.addEventListener(ev, () => source.wake()));
-    const restore = () => {
+    const restore = () => {   // the state this page's entry in the history holds (none: the one shown stays)
       const k = history.state?.normlab?.[spec.name];
       if (k && k !== ui.key()) { source.wake(); ui.adopt(k); }
+      if (k) page.states[spec.name] = k;
+      page.keep();
     };
     ["pageshow", "popstate"].forEach((ev) => window.addEventListener(ev, restore));
     restore();
