@@ -357,7 +357,40 @@ def _add_head(app, pagename, templatename, context, doctree) -> None:
     context["metatags"] = context.get("metatags", "") + "\n" + SITE_CSS
 
 
+def whole_streams(outputs: list) -> list:
+    """A cell's outputs with all the text of each stream (stdout, stderr) in its first output, joined exactly.
+
+    The kernel sends what a cell prints in chunks, cut wherever its output timer fires, sometimes in the middle of
+    a line (under load: between the parts of one print()). myst-nb's own merge (nb_merge_streams) strips each
+    chunk's end and adds a newline, which breaks such a line in two on the page, and it writes the merged text into
+    the executed notebook's first output in place. Here the chunks are joined as nbval joins them, into copies;
+    myst-nb's merge then sees one output per stream and only tidies it (trailing space, backspaces, the order of
+    stdout and stderr)."""
+    import copy
+
+    from myst_nb.core import utils
+
+    merged, first = [], {}
+    for out in outputs:
+        if out["output_type"] == "stream" and out["name"] in first:
+            first[out["name"]]["text"] += out["text"]
+            continue
+        out = copy.deepcopy(out)
+        if out["output_type"] == "stream":
+            first[out["name"]] = out
+        merged.append(out)
+    return utils.coalesce_streams(merged)
+
+
+def _join_streams_whole() -> None:
+    from myst_nb.core import render
+
+    if getattr(render.coalesce_streams, "__name__", "") != "whole_streams":
+        render.coalesce_streams = whole_streams
+
+
 def setup(app):
+    _join_streams_whole()
     app.connect("html-page-context", _add_head)
     app.connect("build-finished", _on_build_finished)
     app.connect("html-page-context", _drop_thebe_assets, priority=900)

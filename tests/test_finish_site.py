@@ -222,3 +222,26 @@ def test_captions_lose_sphinx_figure_numbers(tmp_path):
     assert page.read_text(encoding="utf-8") == ('<figcaption><p><span class="caption-text">Figure 23-5: post-norm.'
                                                 '</span></p></figcaption>')
     assert finish_site.drop_figure_numbers(tmp_path) == 0
+
+
+def test_a_line_printed_in_two_chunks_stays_one_line_on_the_page():
+    """The kernel may cut one print() into chunks (its output timer fires between them); the book joins them
+    exactly, where myst-nb's own merge would end the first chunk with a newline."""
+    import nbformat
+    from myst_nb.core import render, utils
+
+    def chunks():
+        return [nbformat.v4.new_output("stream", name="stdout", text="gradient from the saved values:"),
+                nbformat.v4.new_output("stream", name="stderr", text="a warning\n"),
+                nbformat.v4.new_output("stream", name="stdout", text=" [+0.5, -0.5]\n"),
+                nbformat.v4.new_output("display_data", data={"text/plain": "<figure>"})]
+
+    assert utils.coalesce_streams(chunks())[0]["text"] == "gradient from the saved values:\n [+0.5, -0.5]\n"
+    outputs = chunks()
+    merged = finish_site.whole_streams(outputs)
+    assert [(o["output_type"], o.get("name")) for o in merged] == [
+        ("stream", "stdout"), ("stream", "stderr"), ("display_data", None)]
+    assert merged[0]["text"] == "gradient from the saved values: [+0.5, -0.5]\n"
+    assert [o.get("text") for o in outputs] == [o.get("text") for o in chunks()], "the cell's outputs were changed"
+    finish_site._join_streams_whole()
+    assert render.coalesce_streams is finish_site.whole_streams
