@@ -152,7 +152,7 @@ def batch_norm_sequences(x, eps: float = 1e-5) -> np.ndarray:
 def tracked_outputs(batch: int, x=None) -> tuple[np.ndarray, np.ndarray]:
     """Feature 0 of example 0 after BatchNorm and after LayerNorm, in each batch of x (N, B, T, D; default
     examples.BATCHES) cut to its first `batch` examples: each (N, T)."""
-    from .examples import BATCHES
+    from ..examples import BATCHES
 
     x = BATCHES if x is None else as_float_array(x, min_ndim=4)
     return batch_norm_sequences(x[:, :batch])[:, 0, :, 0], layer_norm(x[:, :batch])[:, 0, :, 0]
