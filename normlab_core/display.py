@@ -34,6 +34,8 @@ def called_helpers(objs) -> tuple[list, list]:
     import types
 
     shown = {id(o) for o in objs}
+    shown |= {id(f) for o in objs if inspect.ismodule(o) for f in vars(o).values()
+              if getattr(f, "__module__", None) == o.__name__}                       # a module shows its own
     maths, checks = [], []
     for obj in objs:
         tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
@@ -55,11 +57,13 @@ def _is_check(fn) -> bool:
 
 
 def _qualname(obj) -> str:
+    if inspect.ismodule(obj):        # a whole module, such as one norm's plain formulas (normlab_core/norms/)
+        return obj.__name__
     return f"{obj.__module__}.{obj.__qualname__}"
 
 
 def show_source(*objs) -> None:
-    """Display the source of functions/classes from normlab_core as one highlighted code block, followed by the
+    """Display the source of functions/classes/modules from normlab_core as one highlighted code block, then the
     library helpers they call: maths helpers in full (or a pointer, if this notebook showed them already), input
     checks by their one-line description."""
     from IPython.display import Markdown, display

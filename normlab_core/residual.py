@@ -7,12 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import norms
 from ._checks import as_float_array, check_choice, check_eps, check_positive_int, result_dtype
-from .norms import layer_norm, rms_norm
 
 PLACEMENTS = ("pre", "post", "none")
 METHODS = ("exact", "finite_difference")
-NORMS = ("rms", "layer")
 
 
 @dataclass(frozen=True)
@@ -39,57 +38,43 @@ class Affine:
         return self.gain * dv
 
 
-def _norm(h: np.ndarray, eps: float, norm: str = "rms") -> np.ndarray:
-    """The stack's normalization: RMSNorm (or LayerNorm) of h over the last axis, no gamma, in h's dtype.
-    RMSNorm sums its squares in h's own dtype, as the residual-stack reference program does."""
-    if norm == "layer":
-        return layer_norm(h, eps=eps)
-    return rms_norm(h, eps=eps, sum_dtype=h.dtype)
+def stack_norm(h: np.ndarray, eps: float, norm: str = "rms_norm") -> np.ndarray:
+    """The stack's norm (a name of normlab_core.norms) of h (..., D) over the last axis, at its starting parameters
+    (gamma 1, no learned shift), in h's dtype; its sums run in h's dtype, as the residual-stack reference program's."""
+    module = norms.get(norm)
+    return module.forward(h, *norms.start(module), **norms.settings(module, eps=eps, sum_dtype=h.dtype))[0]
 
 
-def _mean(v: np.ndarray) -> np.ndarray:
-    """Mean over the last axis (a scalar for one vector, else kept as size 1): np.mean's sum and division,
-    without its overhead, which dominates a deep stack of short vectors."""
-    return np.add.reduce(v, axis=-1, keepdims=v.ndim > 1) / v.shape[-1]
+def stack_norm_jvp(h: np.ndarray, dh: np.ndarray, eps: float, norm: str = "rms_norm"):
+    """The stack's norm y of h (..., D) and its directional derivative dy along dh: (y, dy), float64 (exact path)."""
+    module = norms.get(norm)
+    return module.jvp(h, dh, *norms.start(module), **norms.settings(module, eps=eps))
 
 
-def _norm_jvp(h: np.ndarray, dh: np.ndarray, eps: float, norm: str = "rms") -> tuple[np.ndarray, np.ndarray]:
-    """The norm y of h (..., D) and its directional derivative dy along dh, in float64 (the exact path)."""
-    if norm == "layer":
-        dev = h - _mean(h)
-        std_inv = 1 / np.sqrt(_mean(dev * dev) + eps)
-        y = dev * std_inv
-        c = dh - _mean(dh)                             # the mean's share of the change is removed too
-        return y, std_inv * (c - y * _mean(y * c))     # ... and so is the change of the spread
-    rms = np.sqrt(_mean(h * h) + eps)
-    y = h / rms
-    return y, (dh - y * _mean(y * dh)) / rms           # only the change of the RMS is removed
-
-
-def _layer(h, placement, sublayer, eps, norm="rms"):
+def layer(h, placement, sublayer, eps, norm="rms_norm"):
     """One residual layer: pre is h + F(norm(h)), post is norm(h + F(h)), none is h + F(h)."""
     if placement == "pre":
-        return h + sublayer(_norm(h, eps, norm))
+        return h + sublayer(stack_norm(h, eps, norm))
     if placement == "post":
-        return _norm(h + sublayer(h), eps, norm)
+        return stack_norm(h + sublayer(h), eps, norm)
     return h + sublayer(h)
 
 
-def _layer_jvp(h, dh, placement, sublayer, eps, norm="rms"):
+def layer_jvp(h, dh, placement, sublayer, eps, norm="rms_norm"):
     """One residual layer and its directional derivative: (h_next, dh_next)."""
     if placement == "pre":
-        n, dn = _norm_jvp(h, dh, eps, norm)
+        n, dn = stack_norm_jvp(h, dh, eps, norm)
         return h + sublayer(n), dh + sublayer.jvp(n, dn)
     if placement == "post":
-        return _norm_jvp(h + sublayer(h), dh + sublayer.jvp(h, dh), eps, norm)
+        return stack_norm_jvp(h + sublayer(h), dh + sublayer.jvp(h, dh), eps, norm)
     return h + sublayer(h), dh + sublayer.jvp(h, dh)
 
 
-def _options(depth, placement, eps, sublayer, norm="rms"):
+def _options(depth, placement, eps, sublayer, norm="rms_norm"):
     """Validate the shared options of the stack functions."""
     check_positive_int(depth, "depth")
     check_choice(placement, "placement", PLACEMENTS)
-    check_choice(norm, "norm", NORMS)
+    norms.get(norm, per_token=True)
     eps = check_eps(eps)
     if sublayer is None:
         sublayer = Affine()
@@ -117,14 +102,14 @@ class _ShapeChecked:
 
 
 def run_stack(x0, depth: int, placement: str, *, eps: float = 1e-6, sublayer=None,
-              final_norm: bool = False, norm: str = "rms") -> np.ndarray:
-    """Output (..., D) of `depth` residual layers applied to x0 (..., D), in x0's dtype; norm "rms" or "layer"."""
+              final_norm: bool = False, norm: str = "rms_norm") -> np.ndarray:
+    """Output (..., D) of `depth` residual layers on x0 (..., D), in x0's dtype, with the per-token norm `norm`."""
     out_dtype = result_dtype(x0)
     h = as_float_array(x0, "x0")
     eps, sublayer = _options(depth, placement, eps, sublayer, norm)
     for _ in range(depth):
-        h = _layer(h, placement, sublayer, eps, norm)
-    return (_norm(h, eps, norm) if final_norm else h).astype(out_dtype, copy=False)
+        h = layer(h, placement, sublayer, eps, norm)
+    return (stack_norm(h, eps, norm) if final_norm else h).astype(out_dtype, copy=False)
 
 
 def _seed(x0: np.ndarray, component: int) -> np.ndarray:
@@ -140,7 +125,7 @@ def _seed(x0: np.ndarray, component: int) -> np.ndarray:
 
 
 def stack_curves(x0, max_depth: int, placement: str, *, component: int = 0, eps: float = 1e-6,
-                 sublayer=None, final_norm: bool = False, norm: str = "rms") -> tuple[np.ndarray, np.ndarray]:
+                 sublayer=None, final_norm: bool = False, norm: str = "rms_norm") -> tuple[np.ndarray, np.ndarray]:
     """(|out|, exact ||d out / d x0[component]||) at depths 1..max_depth, each (max_depth,), one float64 pass.
 
     A sensitivity beyond float64's range (each layer multiplies it by up to (1 + a) / sqrt(eps) when the stream's
@@ -154,13 +139,13 @@ def stack_curves(x0, max_depth: int, placement: str, *, component: int = 0, eps:
     outs, tangents = np.empty((max_depth, h.size)), np.empty((max_depth, h.size))
     with np.errstate(over="ignore", invalid="ignore"):
         for d in range(max_depth):
-            h, dh = _layer_jvp(h, dh, placement, sublayer, eps, norm)
-            outs[d], tangents[d] = _norm_jvp(h, dh, eps, norm) if final_norm else (h, dh)
+            h, dh = layer_jvp(h, dh, placement, sublayer, eps, norm)
+            outs[d], tangents[d] = stack_norm_jvp(h, dh, eps, norm) if final_norm else (h, dh)
         return np.sqrt(np.add.reduce(outs * outs, axis=1)), np.sqrt(np.add.reduce(tangents * tangents, axis=1))
 
 
 def sensitivity_curve(x0, max_depth: int, placement: str, *, component: int = 0, eps: float = 1e-6,
-                      sublayer=None, final_norm: bool = False, norm: str = "rms") -> np.ndarray:
+                      sublayer=None, final_norm: bool = False, norm: str = "rms_norm") -> np.ndarray:
     """Exact ||d out / d x0[component]|| (float64) at depths 1..max_depth, shape (max_depth,), one pass."""
     return stack_curves(x0, max_depth, placement, component=component, eps=eps, sublayer=sublayer,
                         final_norm=final_norm, norm=norm)[1]
@@ -168,7 +153,7 @@ def sensitivity_curve(x0, max_depth: int, placement: str, *, component: int = 0,
 
 def sensitivity(x0, depth: int, placement: str, *, method: str = "exact", component: int = 0,
                 h: float = 1e-3, eps: float = 1e-6, final_norm: bool = False, sublayer=None,
-                norm: str = "rms") -> float:
+                norm: str = "rms_norm") -> float:
     """||d out / d x0[component]|| for a stack of `depth` layers; x0 has shape (D,)."""
     check_choice(method, "method", METHODS)
     x0 = as_float_array(x0, "x0")
@@ -208,21 +193,20 @@ def fd_curves(x0, max_depth: int, placement: str, steps, *, eps: float = 1e-6, s
     taken = (rows[1:, component] - x0[component]).astype(np.float64)
     out = np.empty((len(steps), max_depth))
     for d in range(max_depth):                     # every row is its own stack, one layer at a time
-        rows = _layer(rows, placement, sublayer, eps)
+        rows = layer(rows, placement, sublayer, eps)
         diff = (rows[1:] - rows[0]) / steps[:, None]
         out[:, d] = np.sqrt(np.sum(diff * diff, axis=1))
     return out, taken
 
 
-def depth_curves(norm: str = "rms", x0=None, max_depth: int = 64, *, eps: float = 1e-6, sublayer=None) -> dict:
+def depth_curves(norm: str = "rms_norm", x0=None, max_depth: int = 64, *, eps: float = 1e-6, sublayer=None) -> dict:
     """{"pre": (|out|, sensitivity), "post": (...)} at depths 1..max_depth for a stack on x0 (default [1, 2, 3, 4])
-    with RMSNorm ("rms" or "rms_norm") or LayerNorm ("layer" or "layer_norm"); exact, float64."""
-    norm = {"rms_norm": "rms", "layer_norm": "layer"}.get(norm, norm)
+    with the per-token norm `norm` (a name of normlab_core.norms); exact, float64."""
     x0 = [1.0, 2.0, 3.0, 4.0] if x0 is None else x0
     return {p: stack_curves(x0, max_depth, p, eps=eps, norm=norm, sublayer=sublayer) for p in ("pre", "post")}
 
 
-def random_linear_curves(width: int, max_depth: int, stacks: int, *, norm: str = "layer", eps: float = 1e-6,
+def random_linear_curves(width: int, max_depth: int, stacks: int, *, norm: str = "layer_norm", eps: float = 1e-6,
                          seed: int = 0) -> np.ndarray:
     """Exact sensitivities ||d out / d x0[0]|| at depths 1..max_depth of `stacks` post-norm stacks
     h <- Norm(h + W_l h), each layer with its own random linear sublayer W_l (entries N(0, 1/width), no bias),
@@ -231,7 +215,7 @@ def random_linear_curves(width: int, max_depth: int, stacks: int, *, norm: str =
     check_positive_int(width, "width")
     check_positive_int(max_depth, "max_depth")
     check_positive_int(stacks, "stacks")
-    check_choice(norm, "norm", NORMS)
+    norms.get(norm, per_token=True)
     eps = check_eps(eps)
     out = np.empty((stacks, max_depth))
     for k in range(stacks):
@@ -241,6 +225,6 @@ def random_linear_curves(width: int, max_depth: int, stacks: int, *, norm: str =
         dh[0] = 1.0
         for d in range(max_depth):
             w = rng.standard_normal((width, width)) / np.sqrt(width)
-            h, dh = _norm_jvp(h + w @ h, dh + w @ dh, eps, norm)
+            h, dh = stack_norm_jvp(h + w @ h, dh + w @ dh, eps, norm)
             out[k, d] = np.sqrt(np.sum(dh * dh))
     return out

@@ -7,8 +7,9 @@ Every layer has two residual sublayers, causal self-attention and a GELU MLP, wi
 - pre:  h = h + F(Norm(h))          (GPT-2 onwards)
 - peri: h = h + Norm(F(Norm(h)))    (a norm before and after each sublayer)
 
-Norm is LayerNorm, RMSNorm or DyT (gamma * tanh(alpha * x) + beta). The norms' backward passes are the book's
-own (backward.py). Parameters are a flat dict of arrays, so an optimizer or a gradient check can loop over them.
+Norm is any per-token norm of normlab_core.norms (LayerNorm, RMSNorm, DyT = gamma * tanh(alpha * x) + beta),
+looked up by name in its registry; its forward and backward are that norm's plain module.
+Parameters are a flat dict of arrays, so an optimizer or a gradient check can loop over them.
 Shapes: B sequences, S = 2 * seq_len positions read, D = d_model, H heads of size K = D / H, V = vocab.
 """
 
@@ -19,13 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import norms
 from ._checks import check_choice, check_positive_int
-from .backward import layer_norm_backward_saved, rms_norm_backward
-from .norms import layer_norm_stats, rms_norm_stats
 
 PLACEMENTS = ("post", "pre", "peri")
-NORMS = ("layer_norm", "rms_norm", "dyt")
-DYT_ALPHA = 0.5   # DyT's starting alpha (Zhu et al. 2025 use 0.5 outside their largest language models)
+DYT_ALPHA = norms.dyt.ALPHA   # DyT's starting alpha (Zhu et al. 2025 use 0.5 outside their largest language models)
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class Config:
         for name in ("depth", "d_model", "heads", "d_ff", "vocab", "seq_len"):
             check_positive_int(getattr(self, name), name)
         check_choice(self.placement, "placement", PLACEMENTS)
-        check_choice(self.norm, "norm", NORMS)
+        norms.get(self.norm, per_token=True)
         if self.d_model % self.heads:
             raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
         for name in ("qk_norm", "deepnorm"):
@@ -94,13 +93,12 @@ def xavier(rng, fan_in: int, fan_out: int, gain: float = 1.0) -> np.ndarray:
 
 
 def norm_params(cfg: Config, prefix: str, dim: int) -> dict:
-    """The learned parameters of one norm over `dim` features: gamma (dim,), plus beta and DyT's alpha."""
-    p = {prefix + "gamma": np.ones(dim)}
-    if cfg.norm in ("layer_norm", "dyt"):
-        p[prefix + "beta"] = np.zeros(dim)
-    if cfg.norm == "dyt":
-        p[prefix + "alpha"] = np.full(1, float(cfg.dyt_alpha))
-    return p
+    """The learned parameters of one norm over `dim` features, at the norm's starting values (DyT's alpha from
+    cfg.dyt_alpha), each named prefix + its name."""
+    start = norms.get(cfg.norm).init(dim)
+    if "alpha" in start:
+        start["alpha"] = np.full(1, float(cfg.dyt_alpha))
+    return {prefix + name: value for name, value in start.items()}
 
 
 def layer_names(cfg: Config) -> list[str]:
@@ -150,36 +148,18 @@ def linear_backward(dy, x, w):
 
 def norm(x, p, prefix, cfg):
     """The configured norm of x (..., N) over its last axis, with parameters p[prefix + ...]: (y, cache)."""
-    if cfg.norm == "layer_norm":
-        x_hat, std_inv = layer_norm_stats(x, cfg.eps)
-        return x_hat * p[prefix + "gamma"] + p[prefix + "beta"], (x_hat, std_inv)
-    if cfg.norm == "rms_norm":
-        x_hat, _ = rms_norm_stats(x, cfg.eps)
-        return x_hat * p[prefix + "gamma"], (x, x_hat)
-    t = np.tanh(p[prefix + "alpha"] * x)
-    return t * p[prefix + "gamma"] + p[prefix + "beta"], (x, t)
+    module = norms.get(cfg.norm)
+    params = [p[prefix + name] for name in module.PARAMS]
+    return module.forward(x, *params, **norms.settings(module, eps=cfg.eps))
 
 
 def norm_backward(dy, cache, p, prefix, cfg, grads):
     """dx (..., N) of `norm`; adds its parameter gradients to grads."""
-    lead = tuple(range(dy.ndim - 1))
-    gamma = p[prefix + "gamma"]
-    if cfg.norm == "layer_norm":
-        x_hat, std_inv = cache
-        grads[prefix + "gamma"] = np.sum(dy * x_hat, axis=lead)
-        grads[prefix + "beta"] = np.sum(dy, axis=lead)
-        return layer_norm_backward_saved(dy * gamma, x_hat, std_inv)
-    if cfg.norm == "rms_norm":
-        x, x_hat = cache
-        grads[prefix + "gamma"] = np.sum(dy * x_hat, axis=lead)
-        return rms_norm_backward(dy, x, gamma, cfg.eps)
-    x, t = cache
-    alpha = p[prefix + "alpha"]
-    grads[prefix + "gamma"] = np.sum(dy * t, axis=lead)
-    grads[prefix + "beta"] = np.sum(dy, axis=lead)
-    du = dy * gamma * (1 - t * t)            # d tanh(u) / du = 1 - tanh(u)^2, with u = alpha * x
-    grads[prefix + "alpha"] = np.sum(du * x).reshape(1)
-    return du * alpha
+    module = norms.get(cfg.norm)
+    dx, *dparams = module.backward(dy, cache)
+    for name, d in zip(module.PARAMS, dparams, strict=True):
+        grads[prefix + name] = d
+    return dx
 
 
 GELU_C = math.sqrt(2 / math.pi)

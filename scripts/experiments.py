@@ -146,8 +146,9 @@ SETTINGS = {
 }
 CURVE_STEPS = sorted(set(range(0, STEPS, CURVE_EVERY)) | {STEPS - 1})
 SETTINGS["curve_steps"] = CURVE_STEPS
-CODE = ["normlab_core/transformer.py", "normlab_core/training.py", "normlab_core/norms.py",
-        "normlab_core/backward.py", "normlab_core/stats.py", "normlab_core/_checks.py", "scripts/experiments.py"]
+CODE = ["normlab_core/transformer.py", "normlab_core/training.py", "normlab_core/backward.py",
+        "normlab_core/stats.py", "normlab_core/_checks.py", "scripts/experiments.py"] + sorted(
+    f"normlab_core/norms/{p.name}" for p in (ROOT / "normlab_core" / "norms").glob("*.py"))   # every norm's module
 
 
 def cells(study: dict) -> list[dict]:

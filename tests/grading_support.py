@@ -424,7 +424,7 @@ _COURSE = {str(course)!r}
 _found = []
 for _target in ("../../../normlab_grading/hidden_checks.py", _COURSE + "/normlab_grading/hidden_checks.py",
                 _COURSE + "/normlab_grading/runner.py", _COURSE + "/gradebook.db", "/opt/normlab/runner.py",
-                "/opt/normlab/lib/normlab_core/norms.py", "/opt/normlab/venv/pyvenv.cfg"):
+                "/opt/normlab/lib/normlab_core/norms/__init__.py", "/opt/normlab/venv/pyvenv.cfg"):
     try:
         with open(_target, "a") as _fh:
             _fh.write("\\nraise SystemExit('sabotaged')\\n")

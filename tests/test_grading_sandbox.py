@@ -117,7 +117,7 @@ def test_student_code_cannot_reach_or_change_the_course(decoy):
     targets = [str(decoy / "normlab_grading" / "hidden_checks.py"), str(decoy / "gradebook.db"),
                str(decoy / "submitted" / "bob" / "chapter23" / "exercises.ipynb"),
                str(COURSE / "normlab_grading" / "hidden_checks.py"), "/opt/normlab/runner.py",
-               "/opt/normlab/lib/normlab_core/norms.py", "/usr/bin/python3", "/etc/ld.so.cache"]
+               "/opt/normlab/lib/normlab_core/norms/__init__.py", "/usr/bin/python3", "/etc/ld.so.cache"]
     before = tree_digest(decoy), tree_digest(COURSE / "normlab_grading")
     prelude = f"TARGETS = {targets!r}\nCOURSE = {str(decoy)!r}\n"
     result = run([prelude + INTRUSION])
@@ -128,7 +128,7 @@ def test_student_code_cannot_reach_or_change_the_course(decoy):
         assert secret not in out
     # Reading is allowed only for the system, Python and normlab_core: the files that hold no answer.
     readable = {line.split(":")[0][5:] for line in out.splitlines() if line.startswith("READ ")}
-    assert readable == {"/opt/normlab/runner.py", "/opt/normlab/lib/normlab_core/norms.py", "/usr/bin/python3",
+    assert readable == {"/opt/normlab/runner.py", "/opt/normlab/lib/normlab_core/norms/__init__.py", "/usr/bin/python3",
                         "/etc/ld.so.cache"}
     assert "listing []" in out
     top = eval(out.split("top ")[1].splitlines()[0])  # noqa: S307 - our own repr

@@ -587,14 +587,14 @@ def test_post_norm_sensitivity_fades_and_pre_norm_holds():
     assert np.all(pre >= 1.0)
 
 
-@pytest.mark.parametrize("norm", ["layer", "rms"])
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
 def test_random_linear_stack_sensitivity_matches_central_differences(norm):
     """random_linear_curves against float64 central differences of the same stack, rebuilt here from its seeds."""
     from normlab_core.residual import random_linear_curves
 
     width, depth = 8, 12
     got = random_linear_curves(width, depth, 2, norm=norm, seed=3)
-    normalize = nl.layer_norm if norm == "layer" else (lambda v, eps: nl.rms_norm(v, eps=eps))
+    normalize = nl.layer_norm if norm == "layer_norm" else (lambda v, eps: nl.rms_norm(v, eps=eps))
     for k in range(2):
         rng = np.random.default_rng([3, k])
         x0 = rng.standard_normal(width)

@@ -394,16 +394,19 @@ def _core_functions(modules) -> list:
             _import_module(f"normlab_core.{modname}")
         except Exception:  # noqa: BLE001, S110 - a module that cannot be imported cannot be called either
             pass
-        module = sys.modules.get(f"normlab_core.{modname}")
-        if module is None:
-            continue
-        for name, obj in list(vars(module).items()):
-            if _isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
-                found.append((f"{modname}.{name}", obj))
-            elif _isinstance(obj, _type) and obj.__module__ == module.__name__:
-                for attr, meth in list(vars(obj).items()):
-                    if _isinstance(meth, types.FunctionType):
-                        found.append((f"{modname}.{name}.{attr}", meth))
+        # a package counts with its submodules (normlab_core.norms and each norm's plain module)
+        for fullname, module in list(sys.modules.items()):
+            if module is None or not (fullname == f"normlab_core.{modname}"
+                                      or fullname.startswith(f"normlab_core.{modname}.")):
+                continue
+            prefix = fullname[len("normlab_core."):]
+            for name, obj in list(vars(module).items()):
+                if _isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
+                    found.append((f"{prefix}.{name}", obj))
+                elif _isinstance(obj, _type) and obj.__module__ == module.__name__:
+                    for attr, meth in list(vars(obj).items()):
+                        if _isinstance(meth, types.FunctionType):
+                            found.append((f"{prefix}.{name}.{attr}", meth))
     return found
 
 

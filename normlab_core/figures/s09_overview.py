@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import norms
 from ..examples import CENTRED, STACK_INPUT
 from ..interactive import Choice, Explorable, Preset, Slider, number, scalar, vector
 from ..norms import layer_norm, rms_norm
@@ -13,7 +14,14 @@ from .style import COLORS, label
 MAX_DEPTH = 64
 OUT_LIM = (-2.4, 2.4)
 SENS_LIM = (1e-3, 1e2)
-NORMS = {"layer_norm": ("LayerNorm", layer_norm), "rms_norm": ("RMSNorm", rms_norm)}
+NORMS = {"layer_norm": (norms.layernorm.NAME, layer_norm), "rms_norm": (norms.rmsnorm.NAME, rms_norm)}   # compared
+
+
+def curves(art, norm, x0, eps) -> dict:
+    """depth_curves of the stack with the registered norm `norm`, computed once per drawing."""
+    if norm not in art["curves"]:
+        art["curves"][norm] = depth_curves(norm, x0, MAX_DEPTH, eps=eps)
+    return art["curves"][norm]
 
 
 def _vector(v) -> str:
@@ -60,7 +68,7 @@ def output_update(art, *, norm, offset, x, eps):
 def depth_setup(fig, *, narrow, x0, eps):
     ax = fig.subplots()
     depths = np.arange(1, MAX_DEPTH + 1)
-    art = {"curves": {n: depth_curves(n, x0, MAX_DEPTH, eps=eps) for n in NORMS}}
+    art = {"curves": {n: depth_curves(n, x0, MAX_DEPTH, eps=eps) for n in NORMS}}   # others on first use
     for p, name in (("post", "post-norm"), ("pre", "pre-norm")):
         (art[f"s_{p}"],) = ax.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=name)
         (art[f"m_{p}"],) = ax.plot([1], [1], "o", color=COLORS[p], ms=7, clip_on=False)
@@ -82,7 +90,7 @@ def depth_setup(fig, *, narrow, x0, eps):
 
 
 def depth_update(art, *, norm, placement, depth, x0, eps):
-    name, data = NORMS[norm][0], art["curves"][norm]
+    name, data = norms.get(norm, per_token=True).NAME, curves(art, norm, x0, eps)
     for p in ("post", "pre"):
         sens, chosen = data[p][1], p == placement
         art[f"s_{p}"].set_ydata(np.clip(sens, *SENS_LIM))
@@ -110,7 +118,8 @@ def depth_update(art, *, norm, placement, depth, x0, eps):
     return out, alt
 
 
-NORM = {"options": ["layer_norm", "rms_norm"], "value": "rms_norm", "label": "norm", "labels": ["LayerNorm", "RMSNorm"]}
+NORM = {"options": list(NORMS), "value": "rms_norm", "label": "norm",
+        "labels": [norms.get(n).NAME for n in NORMS]}
 
 OUTPUT_PRESETS = {
     "RMSNorm, offset 0": Preset({"offset": 0.0}, "on zero-mean input the two norms give the same output",

@@ -1,10 +1,16 @@
-"""Forward passes: LayerNorm and RMSNorm over the last axis, BatchNorm over axis 0 (and, for section 23.2's
-contrast, BatchNorm's training and inference modes with running statistics, and with a padding mask).
+"""The norms: one plain module per norm, one registry of them, and the checked public functions.
 
-These are the reference functions the book shows and the tests check against the reference programs. Dtypes:
-float32 and float64 input is computed in its own dtype (sums in float64, as the reference programs' C `double`
-accumulators do); integers and booleans become float64; float16 input is computed in float32 and the
-normalized output comes back as float16, while the per-row statistics (std_inv, rms) stay float32.
+Each module of this package (layernorm.py, rmsnorm.py, dyt.py, batchnorm.py) holds one norm's plain formulas:
+`forward(x, *params, **settings) -> (y, cache)`, `backward(dy, cache) -> (dx, *dparams)` and
+`jvp(x, dx, *params, **settings) -> (y, dy)`, with PARAMS (the learned parameters, in that order), SETTINGS (the
+fixed ones it takes by name: eps, sum_dtype), `init(dim)` (the starting parameters), NAME and PER_TOKEN. REGISTRY
+names each module once; the transformer, the residual stacks, the figures and the experiments look norms up here
+(`get`). A new norm is one module plus one line of REGISTRY.
+
+The public functions below (layer_norm, rms_norm, batch_norm and friends) check their input and wrap the plain
+formulas. Dtypes: float32 and float64 input is computed in its own dtype (sums in float64, as the reference
+programs' C `double` accumulators do); integers and booleans become float64; float16 input is computed in float32
+and the normalized output comes back as float16, while the per-row statistics (std_inv, rms) stay float32.
 
 Every row is first divided by a power of two near its largest entry (`row_scale`), so squaring cannot
 overflow: float32 values near 1e19 or float64 values near 1e160 normalize correctly. Dividing by a power of
@@ -18,8 +24,42 @@ import warnings
 
 import numpy as np
 
-from ._checks import as_float_array, check_eps, check_param, check_positive_int, check_sum_dtype, result_dtype
-from .stats import row_mean
+from .._checks import as_float_array, check_eps, check_param, check_positive_int, check_sum_dtype, result_dtype
+from . import batchnorm, dyt, layernorm, rmsnorm
+
+REGISTRY = {
+    "layer_norm": layernorm,
+    "rms_norm": rmsnorm,
+    "dyt": dyt,
+    "batch_norm": batchnorm,
+}
+
+
+def names(per_token: bool = False) -> list[str]:
+    """The registered names, in REGISTRY's order; with per_token, only the norms that treat each row on its own."""
+    return [name for name, module in REGISTRY.items() if module.PER_TOKEN or not per_token]
+
+
+def get(name, per_token: bool = False, what: str = "norm"):
+    """The module REGISTRY names `name`; ValueError naming the argument `what` and the allowed names otherwise
+    (with per_token, only norms that normalize each row on its own are allowed)."""
+    allowed = names(per_token)
+    if not isinstance(name, str) or name not in allowed:
+        why = " (BatchNorm mixes the examples of a batch, so it is no per-token norm)" if per_token else ""
+        raise ValueError(f"unknown {what} {name!r}; allowed: {', '.join(map(repr, allowed))}{why}")
+    return REGISTRY[name]
+
+
+def settings(module, **values) -> dict:
+    """The fixed settings among `values` (eps=..., sum_dtype=...) that module's forward and jvp take."""
+    return {key: values[key] for key in module.SETTINGS if key in values}
+
+
+def start(module) -> tuple:
+    """module's learned parameters at their starting values, as numbers (gamma 1, beta 0, DyT's alpha 0.5), in
+    PARAMS order: the norm of a model that learns nothing, such as the residual stacks."""
+    values = module.init(1)
+    return tuple(float(values[name].flat[0]) for name in module.PARAMS)
 
 
 def row_scale(x: np.ndarray) -> np.ndarray:
@@ -29,9 +69,10 @@ def row_scale(x: np.ndarray) -> np.ndarray:
     return np.ldexp(x.dtype.type(1), np.maximum(exponent - 1, 0))
 
 
-def warn_if_zero(denom_sq: np.ndarray, what: str) -> None:
-    """Warn (RuntimeWarning) when some row has a zero denominator: with eps = 0 its output is 0/0 = NaN."""
-    zero = int(np.count_nonzero(denom_sq == 0))
+def warn_if_zero(is_zero: np.ndarray, what: str) -> None:
+    """Warn (RuntimeWarning) when some row's denominator is zero (is_zero, bool, one per row): with eps = 0 its
+    output is 0/0 = NaN."""
+    zero = int(np.count_nonzero(is_zero))
     if zero:
         warnings.warn(
             f"{what} is zero in {zero} row(s) and eps is 0: those outputs are 0/0 = NaN "
@@ -47,14 +88,9 @@ def layer_norm_stats(x, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
     x = as_float_array(x)
     eps = check_eps(eps)
     s = row_scale(x)                                   # x / s is exact, and its squares cannot overflow
-    xs = x / s
-    dev = xs - row_mean(xs)
-    var = row_mean(dev * dev)
-    denom_sq = var + x.dtype.type(eps) / s / s         # the variance and eps of x / s
-    warn_if_zero(denom_sq, "the variance")
     with np.errstate(divide="ignore", invalid="ignore"):   # eps = 0 on a constant row: 1/0 and 0 * inf (warned)
-        std_inv = 1 / np.sqrt(denom_sq)
-        x_hat = dev * std_inv
+        _, (x_hat, std_inv, _) = layernorm.forward(x / s, 1, 0, x.dtype.type(eps) / s / s)   # eps of x / s
+    warn_if_zero(np.isinf(std_inv), "the variance")   # 1 / sqrt(0)
     return x_hat.astype(out_dtype, copy=False), std_inv / s
 
 
@@ -82,12 +118,10 @@ def rms_norm_stats(x, eps: float = 1e-5, *, sum_dtype=None) -> tuple[np.ndarray,
     eps = check_eps(eps)
     sum_dtype = check_sum_dtype(sum_dtype)
     s = row_scale(x)                                   # x / s is exact, and its squares cannot overflow
-    xs = x / s
-    denom_sq = row_mean(xs * xs, sum_dtype=sum_dtype) + x.dtype.type(eps) / s / s
-    warn_if_zero(denom_sq, "the mean square")
-    rms = np.sqrt(denom_sq)
     with np.errstate(divide="ignore", invalid="ignore"):   # eps = 0 on an all-zero row: 0/0 (warned)
-        return (xs / rms).astype(out_dtype, copy=False), rms * s
+        _, (x_hat, rms, _) = rmsnorm.forward(x / s, 1, x.dtype.type(eps) / s / s, sum_dtype=sum_dtype)
+    warn_if_zero(rms == 0, "the mean square")
+    return x_hat.astype(out_dtype, copy=False), rms * s
 
 
 def rms_norm(x, gamma=None, eps: float = 1e-5, *, sum_dtype=None) -> np.ndarray:
@@ -118,7 +152,7 @@ def batch_norm_sequences(x, eps: float = 1e-5) -> np.ndarray:
 def tracked_outputs(batch: int, x=None) -> tuple[np.ndarray, np.ndarray]:
     """Feature 0 of example 0 after BatchNorm and after LayerNorm, in each batch of x (N, B, T, D; default
     examples.BATCHES) cut to its first `batch` examples: each (N, T)."""
-    from .examples import BATCHES
+    from ..examples import BATCHES
 
     x = BATCHES if x is None else as_float_array(x, min_ndim=4)
     return batch_norm_sequences(x[:, :batch])[:, 0, :, 0], layer_norm(x[:, :batch])[:, 0, :, 0]
