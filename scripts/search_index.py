@@ -191,14 +191,13 @@ def page_sections(html: str, docname: str) -> dict:
 
 
 def toc_docnames(root: Path) -> list[str]:
-    """The pages of _toc.yml in reading order (the root first)."""
-    import yaml
+    """The pages of _toc.yml in reading order (the root first), as make_pdf.toc_pages reads them."""
+    import importlib.util
 
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    names = [toc["root"]]
-    for part in toc.get("parts", []):
-        names += [c["file"] for c in part.get("chapters", [])]
-    return [re.sub(r"\.(md|ipynb)$", "", n) for n in names]
+    spec = importlib.util.spec_from_file_location("make_pdf", Path(__file__).with_name("make_pdf.py"))
+    make_pdf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_pdf)
+    return make_pdf.toc_pages(Path(root) / "_toc.yml")
 
 
 def build_index(site: Path, docnames: list[str]) -> dict:

@@ -38,23 +38,9 @@ pytestmark = pytest.mark.book
 
 def toc_notebooks() -> list[Path]:
     """The notebooks the book is built from, in the order of _toc.yml."""
-    import yaml
+    from browser_support import toc_pages
 
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(toc)
-    return [ROOT / f"{f}.ipynb" for f in files if (ROOT / f"{f}.ipynb").is_file()]
+    return [ROOT / f"{p}.ipynb" for p in toc_pages() if (ROOT / f"{p}.ipynb").is_file()]
 
 
 def sanitizers() -> list[tuple[re.Pattern, str]]:
