@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-executed test-lab test-portable test-determinism bench experiments exercises grade lint clean clean-grading
+.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-executed test-lab test-portable test-determinism screenshots bench experiments exercises grade lint clean clean-grading
 
 # lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
@@ -106,6 +106,13 @@ test-executed: $(STAMP)
 # The browser tests on the site as it is (test-book builds it first).
 test-browser: $(STAMP)
 	$(BIN)/pytest $(XDIST_BROWSER) tests -m browser
+
+# Full-page screenshots of every page at 1280x900 and 390x844 (_build/screenshots/<size>/ and a copy of each in
+# _build/screenshots/), taken by the browser tests' page reads on the site as built; `make test` takes the
+# screenshots of each explorable and of each page's first screen, and leaves the full pages to this target.
+screenshots: $(STAMP)
+	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
+	NORMLAB_PAGE_SHOTS=1 $(BIN)/pytest $(XDIST_BROWSER) tests/test_site_reading.py -m browser -k "test_page_on_a"
 
 # The PDF edition of the site as built, then its checks (tests/test_pdf.py: pages, bookmarks, text, links).
 test-pdf: $(STAMP)

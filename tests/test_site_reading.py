@@ -21,6 +21,7 @@ Screenshots of every page at both sizes go to _build/screenshots/1280x900/ and 3
 
 from __future__ import annotations
 
+import os
 import re
 from html.parser import HTMLParser
 
@@ -96,12 +97,16 @@ LOAD_LAZY_IMAGES = """() => Promise.all(Array.from(document.querySelectorAll('im
 
 def shot(page, size: str, page_path: str, suffix: str = "", copy: str | None = None) -> None:
     """A screenshot into _build/screenshots/<size>/ (full page, lazy figures loaded, unless `suffix` names a
-    view of the first screen); `copy`: the same picture also as _build/screenshots/<copy>."""
+    view of the first screen); `copy`: the same picture also as _build/screenshots/<copy>. The figures a reader
+    would see on scrolling down are always fetched (the page-size checks count them); the full-page picture
+    itself is taken only with NORMLAB_PAGE_SHOTS=1 (`make screenshots`): each costs seconds of CPU."""
     folder = SCREENSHOTS / size
     folder.mkdir(parents=True, exist_ok=True)
-    if not suffix:  # a full-page picture: fetch the figures a reader would see on scrolling down
+    if not suffix:
         page.evaluate(LOAD_LAZY_IMAGES)
     page.evaluate("() => window.scrollTo(0, 0)")
+    if not suffix and os.environ.get("NORMLAB_PAGE_SHOTS") != "1":
+        return
     path = folder / (page_path.replace("/", "__") + suffix + ".png")
     page.screenshot(path=str(path), full_page=not suffix)
     if copy:
