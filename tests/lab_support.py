@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -213,6 +214,23 @@ JS_CLOSE = """async () => {
   w.context.model.dirty = false;   // a temporary copy: nothing to save, no dialog
   w.dispose();
 }"""
+
+
+# The one traceback a server may log through no fault of ours: a browser page closed (a notebook closed or
+# reopened) while tornado was still writing a kernel message to its websocket. tornado reports the write it could
+# not finish as "Task exception was never retrieved" ... WebSocketClosedError; nothing was lost that a page shows.
+CLOSED_SOCKET = re.compile(
+    r"Task exception was never retrieved\nfuture: <Task finished name='[^']*' "
+    r"coro=<WebSocketProtocol13\.write_message\.<locals>\.wrapper\(\) .*?\n"
+    r"Traceback \(most recent call last\):\n(?:  .*\n)+tornado\.iostream\.StreamClosedError: Stream is closed\n"
+    r"\nDuring handling of the above exception, another exception occurred:\n\n"
+    r"Traceback \(most recent call last\):\n(?:  .*\n)+tornado\.websocket\.WebSocketClosedError\n")
+
+
+def server_tracebacks(log: str) -> list[str]:
+    """The lines of a server log that start a traceback, but those of a websocket closed by its page
+    (CLOSED_SOCKET)."""
+    return [line for line in CLOSED_SOCKET.sub("", log).splitlines() if "Traceback" in line]
 
 
 class LabPage:

@@ -39,6 +39,7 @@ from lab_support import (
     expected_views,
     launch_chromium,
     plan,
+    server_tracebacks,
 )
 
 pytestmark = pytest.mark.lab
@@ -243,7 +244,7 @@ def finish(page: LabPage, server, what: str, allowed=()) -> None:
     assert not problems, f"{what}: after moving the controls:\n" + "\n".join(problems)
     bad = [p for p in page.problems if not any(a in p for a in allowed)]
     assert not bad, f"{what}: in the page:\n" + "\n".join(bad)
-    tracebacks = [line for line in server.log().splitlines() if "Traceback" in line]
+    tracebacks = server_tracebacks(server.log())
     assert not tracebacks, f"{what}: the server log has a traceback:\n" + server.log()[-3000:]
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from browser_support import ROOT, SCREENSHOTS, chromium_or_skip
-from lab_support import LabPage, LabServer, launch_chromium
+from lab_support import LabPage, LabServer, launch_chromium, server_tracebacks
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import lab as lab_script  # noqa: E402  (scripts/ is not a package)
@@ -143,7 +143,7 @@ def test_a_learner_follows_a_glossary_link_and_meets_no_grading_tools():
             problems += [f"{size}: {x}" for x in lab.problems]
             lab.close()
         browser.close()
-        assert "Traceback" not in server.log(), server.log()[-3000:]
+        assert not server_tracebacks(server.log()), server.log()[-3000:]
     assert not problems, "\n".join(problems)
 
 
