@@ -73,7 +73,7 @@ def own_values(exp, n: int = 12) -> list[dict]:
 
 def naive_frame(exp, values: dict) -> bytes:
     """What a plain `interact` callback does: a new figure from scratch, a full draw and a PNG, per change."""
-    from normlab_core.figures.style import DPI, SHARPNESS, blank_figure, figure_png, house_style
+    from normlab_core.canvas import DPI, SHARPNESS, blank_figure, figure_png, house_style
 
     values, inputs = exp.resolve(values)
     fig = blank_figure(*exp.size, dpi=DPI * SHARPNESS)
