@@ -1,5 +1,6 @@
-"""Showing things in a notebook: library source, static figures, the static/live switch, and explorables
-(`show`, live in a kernel and pre-rendered in the book) with their "Try this" lists."""
+"""Showing things in a notebook, the layer the notebooks import from: library source, static figures, the
+static/live switch, and explorables (`show`, live in a kernel and pre-rendered in the book) with their "Try this"
+lists. It sits above normlab_core.figures and normlab_core.interactive, which it imports where it shows them."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import base64
 import hashlib
 import html
 import inspect
-import math
 import os
 import textwrap
 from pathlib import Path
 
 from ._threads import single_blas_thread
-from .figures.style import DPI, SHARPNESS, figure_png
+from .canvas import DPI, SHARPNESS, figure_png
+from .formatting import fmt_vector, ratio  # noqa: F401  (the notebooks take them from here)
 
 STATIC_ENV = "NORMLAB_STATIC"
 NARROW_FIGURES = "_figures"   # the folder, among the staged explorable frames, of static figures' narrow drawings
@@ -122,16 +123,10 @@ def stage_narrow(wide: bytes, narrow: bytes) -> Path:
     return path
 
 
-def ratio(a, b) -> float:
-    """a / b as a float, and NaN where b is 0 (there is no ratio: a notebook prints nan and says why), without an
-    exception or a warning. NaN in, NaN out."""
-    a, b = float(a), float(b)
-    return a / b if b != 0 else math.nan
-
-
-def fmt_vector(v, spec: str = "+.4f") -> str:
-    """A vector as the reference programs print it: fmt_vector(y, "+.4f") -> "[-0.2928, +0.8783, ...]"."""
-    return "[" + ", ".join(format(float(a), spec) for a in v) + "]"
+def below_bound(err, bound: float, spec: str = "g") -> str:
+    """A check's verdict as stored outputs print it: "below <bound>" when err < bound (the error itself is round-off,
+    whose last digits change with the CPU), else the error and "ABOVE <bound>" (nan is above every bound)."""
+    return f"below {bound:{spec}}" if err < bound else f"{float(err):.1e}, ABOVE {bound:{spec}}"
 
 
 def try_this_markdown(exp, printable: bool = True) -> str:

@@ -73,7 +73,7 @@ def own_values(exp, n: int = 12) -> list[dict]:
 
 def naive_frame(exp, values: dict) -> bytes:
     """What a plain `interact` callback does: a new figure from scratch, a full draw and a PNG, per change."""
-    from normlab_core.figures.style import DPI, SHARPNESS, blank_figure, figure_png, house_style
+    from normlab_core.canvas import DPI, SHARPNESS, blank_figure, figure_png, house_style
 
     values, inputs = exp.resolve(values)
     fig = blank_figure(*exp.size, dpi=DPI * SHARPNESS)
@@ -347,34 +347,13 @@ def print_table(res: dict) -> None:
     print(f"\nwritten: {OUT}")
 
 
-# -- the training lab: one training step, split into matrix products and the rest -----------------------------------
+# -- the training lab: one training step, and a whole run ---------------------------------------------------------
 
 TRAINING_GOALS = {"run_500_depth12_s": 30.0, "experiments_min": 30.0}
 
 
-class _TimedMatmul(np.ndarray):
-    """An ndarray whose matrix products add their time to a class-wide counter. Arrays computed from it keep the
-    type, so every `@` of a training step is timed where it happens, with the step's own shapes and data."""
-
-    seconds, calls = 0.0, 0
-
-    def __matmul__(self, other):
-        t0 = time.perf_counter()
-        out = np.ndarray.__matmul__(self, other)
-        _TimedMatmul.seconds += time.perf_counter() - t0
-        _TimedMatmul.calls += 1
-        return out
-
-    def __rmatmul__(self, other):
-        t0 = time.perf_counter()
-        out = np.ndarray.__rmatmul__(self, other)
-        _TimedMatmul.seconds += time.perf_counter() - t0
-        _TimedMatmul.calls += 1
-        return out
-
-
 def _training_step_times(depth: int, dtype: str, repeats: int) -> dict:
-    """Median wall time of one loss_and_grads + Adam step at this depth, and of the matrix products inside it."""
+    """Median wall time of one loss_and_grads + Adam step at this depth (how it splits: notes/training-step.md)."""
     from normlab_core.training import Adam, reversal_batch
     from normlab_core.transformer import Config, init_params, loss_and_grads
 
@@ -393,17 +372,7 @@ def _training_step_times(depth: int, dtype: str, repeats: int) -> dict:
         t0 = time.perf_counter()
         step(params)
         total.append(time.perf_counter() - t0)
-    timed = {k: v.view(_TimedMatmul) for k, v in params.items()}
-    matmul, calls = [], 0
-    for _ in range(repeats):
-        _TimedMatmul.seconds, _TimedMatmul.calls = 0.0, 0
-        step(timed)
-        matmul.append(_TimedMatmul.seconds)
-        calls = _TimedMatmul.calls
-    step_ms, matmul_ms = _ms(statistics.median(total)), _ms(statistics.median(matmul))
-    return {"depth": depth, "dtype": dtype, "step_ms": step_ms, "matmul_ms": matmul_ms,
-            "other_ms": round(step_ms - matmul_ms, 3), "matmuls_per_step": calls,
-            "matmuls_expected": 24 * depth + 3}
+    return {"depth": depth, "dtype": dtype, "step_ms": _ms(statistics.median(total))}
 
 
 # The run the lab bench times both ways: post-norm, depth 12, 500 steps, peak lr 3e-3, 15 % warm-up, seed 0.
@@ -452,8 +421,8 @@ def _experiments_worker(repeats: int, only_experiments_run: bool = False) -> dic
 
 
 def bench_training(repeats: int = 15) -> dict:
-    """The training lab on one core: step timings at depths 6, 12 and 24 (split into matrix products and everything
-    else), a 500-step depth-12 run, and the wall time `make experiments` needs at these speeds on two cores."""
+    """The training lab on one core: step timings at depths 6, 12 and 24, a 500-step depth-12 run, and the wall time
+    `make experiments` needs at these speeds on two cores."""
     res = _experiments_worker(repeats)
     from scripts import experiments
 
@@ -591,12 +560,9 @@ def print_training(t: dict, load_start, load_end) -> None:
     print(f"\ntraining lab, one core (OMP_NUM_THREADS=1, allocator as in make experiments), batch 32, pre-norm "
           f"LayerNorm; load average "
           f"{load_start[0]:.1f} at its start, {load_end[0]:.1f} at its end:")
-    print(f"  {'dtype':8s} {'depth':>5s} {'step ms':>8s} {'matmul ms':>10s} {'other ms':>9s} {'matmul share':>13s}"
-          f" {'matmuls':>8s}")
+    print(f"  {'dtype':8s} {'depth':>5s} {'step ms':>8s}")
     for r in t["steps"]:
-        check = "" if r["matmuls_per_step"] == r["matmuls_expected"] else f" (expected {r['matmuls_expected']})"
-        print(f"  {r['dtype']:8s} {r['depth']:5d} {r['step_ms']:8.1f} {r['matmul_ms']:10.1f} {r['other_ms']:9.1f} "
-              f"{r['matmul_ms'] / r['step_ms']:12.0%} {r['matmuls_per_step']:8d}{check}")
+        print(f"  {r['dtype']:8s} {r['depth']:5d} {r['step_ms']:8.1f}")
     goal = TRAINING_GOALS["run_500_depth12_s"]
     print(f"  500-step run at depth 12 (post-norm, float32, with its evaluations): {t['run_500_depth12_s']:.1f} s, "
           f"goal <= {goal:g} s: {_flag(t['run_500_depth12_s'] <= goal)}")
@@ -627,7 +593,7 @@ def main(argv=None) -> dict:
         print_training(res["training"], res["load_avg_start"], res["load_avg_end"])
         return res
 
-    from normlab_core.interactive import catalog
+    from normlab_core.figures import catalog
 
     entries = catalog()
     names = args.only or list(entries)

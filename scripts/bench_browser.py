@@ -127,7 +127,8 @@ def bench_lab(browser, notebooks: list[str], moves: int) -> dict:
     values, never drawn before: the kernel draws them cold), in every explorable of the notebooks."""
     import numpy as np
 
-    from normlab_core.interactive import Slider, get
+    from normlab_core.figures import get
+    from normlab_core.interactive import Slider
 
     per: dict[str, dict] = {}
     everything, typed, arrivals = [], [], []

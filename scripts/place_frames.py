@@ -29,7 +29,7 @@ DIR = re.compile(r'<div class="normlab-explorable"[^>]*\sdata-dir="([^"]+)"')
 SHARED = ("normlab-explorable.js", "normlab-explorable.css")
 NARROW_FIGURES = "_figures"   # as normlab_core.display.NARROW_FIGURES (this script runs without the package)
 NARROW_MEDIA = "(max-width: 600px)"   # as frontend.js's NARROW
-SHARPNESS = 2                 # narrow figures are drawn at 2x (normlab_core.figures.style.SHARPNESS)
+SHARPNESS = 2                 # narrow figures are drawn at 2x (normlab_core.canvas.SHARPNESS)
 FIGURE_IMG = re.compile(r"""<img\b[^>]*?\bsrc=(["'])((?:\.\./)*_images/(?:nl-)?([0-9a-f]{20,64})\.png)\1[^>]*>""")
 
 

@@ -338,7 +338,7 @@ def expected_views(name: str, narrow: bool = False, **inputs) -> list[dict]:
     """For each step of plan(get(name)): the frame key, readouts rows, control labels and alt text the page
     must show, rendered by a fresh catalog in this process (run in a worker process by the test)."""
     os.environ.setdefault("MPLBACKEND", "Agg")
-    from normlab_core.interactive import get
+    from normlab_core.figures import get
 
     exp = get(name)
     out, cache = [], {}

@@ -259,7 +259,7 @@ class Expected:
     """What Python says an explorable shows at a given state (cached: each render costs tens of ms)."""
 
     def __init__(self, name: str):
-        from normlab_core.interactive import catalog
+        from normlab_core.figures import catalog
 
         self.exp = catalog()[name]
         self.positions = [c.positions() for c in self.exp.controls.values()]

@@ -14,14 +14,15 @@ import itertools
 import json
 import re
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
 from explorable_support import every_state, pixels, text_problems
+from toc_support import toc_notebooks
 
+from normlab_core.figures import catalog, get
 from normlab_core.figures.style import SMALLEST
-from normlab_core.interactive import Choice, Slider, catalog, get
+from normlab_core.interactive import Choice, Slider
 
 NAMES = list(catalog())
 LAYOUTS = {"wide": False, "narrow": True}
@@ -76,7 +77,7 @@ SHOW = re.compile(r'^(show|try_this)\("([a-z0-9_]+)"[,)]')
 
 
 def test_every_explorable_is_shown_once_and_followed_by_its_try_this():
-    calls = [m.groups() for path in sorted(Path(__file__).parents[1].glob("notebooks/[01][0-9]_*.ipynb"))
+    calls = [m.groups() for path in toc_notebooks()
              for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"
              if (m := SHOW.match("".join(c["source"]).strip()))]
     shown = [name for kind, name in calls if kind == "show"]
@@ -157,7 +158,7 @@ def test_frames_do_not_depend_on_the_frames_drawn_before(name):
     exp = get(name)
     picks = [exp.defaults()] + [exp.preset_values(p) for p in list(exp.presets)[:2]]
     fresh = type(exp)(exp.name, title=exp.title, controls=exp.controls, setup=exp.setup, update=exp.update,
-                      presets=exp.presets, inputs=exp.inputs, start=exp._start, size=exp.size,
+                      presets=exp.presets, inputs=exp.inputs, start=exp.start, size=exp.size,
                       narrow=exp.narrow_size)
     for values in reversed(picks):
         assert (pixels(fresh.render(**values).png) == pixels(exp.render(**values).png)).all(), (name, values)

@@ -153,7 +153,7 @@ def expected():
     """name -> future of expected_views(name), computed in one worker process while JupyterLab runs."""
     chromium_or_skip()  # before starting any work
     os.environ.setdefault("MPLBACKEND", "Agg")
-    from normlab_core.interactive import catalog
+    from normlab_core.figures import catalog
 
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
     futures = {name: pool.submit(expected_views, name) for name in catalog()}
@@ -250,7 +250,7 @@ def finish(page: LabPage, server, what: str, allowed=()) -> None:
 
 @pytest.mark.parametrize("nb", SECTION_NOTEBOOKS)
 def test_lab_notebook(lab, expected, nb):
-    from normlab_core.interactive import get
+    from normlab_core.figures import get
 
     page, server, _ = lab
     page.problems.clear()
@@ -291,7 +291,7 @@ def test_lab_notebook(lab, expected, nb):
 # -- a learner's session ------------------------------------------------------------------------------------------
 OWN_X = [1.0, 2.0, 4.0, 10.0]
 LEARNER = "zz_learner.ipynb"
-CELLS = ["from normlab_core.interactive import show",
+CELLS = ["from normlab_core.display import show",
          f"show('layer_norm_eps', x={OWN_X})",
          "show('pre_post_fd_error')"]
 
@@ -300,8 +300,8 @@ def phone_pass(page: LabPage, names: list[str]) -> list[str]:
     """The notebook's explorables on a 390 x 844 phone screen (JupyterLab in single-document mode, side panels
     closed): each shows the narrow layout's frame (drawn for a 360 px column at 2x) and fits the screen.
     Screenshots: _build/screenshots/390x844/lab-<name>.png. The window is set back to 1280 x 900 afterwards."""
+    from normlab_core.figures import get
     from normlab_core.figures.style import DPI
-    from normlab_core.interactive import get
 
     p, bad = page.page, []
     shell = "(mode) => { const s = window.jupyterapp.shell; s.mode = mode; s.collapseLeft(); s.collapseRight(); }"
@@ -343,8 +343,8 @@ def wait_for(page, root, check: str, timeout: int = STEP_TIMEOUT_MS) -> dict:
 def test_lab_as_a_learner_uses_it(lab, expected):
     import nbformat
 
+    from normlab_core.figures import get
     from normlab_core.figures.style import DPI, NARROW_IN
-    from normlab_core.interactive import get
 
     page, server, browser = lab
     page.problems.clear()

@@ -13,6 +13,11 @@ from explorable_support import toy
 from normlab_core.interactive import live
 
 
+def receive(view, content: dict) -> None:
+    """A message from the browser, as the kernel hands it to the widget's comm (anywidget's `model.send`)."""
+    view.comm.handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
 @pytest.fixture
 def view():
     v = live.LiveView(toy(), x=[0.0, 4.0, 1.0])
@@ -45,7 +50,7 @@ def test_the_first_frame_is_the_learners_data_at_the_start(view):
 
 
 def test_a_request_is_drawn_and_goes_to_every_view_with_who_asked(view):
-    view._on_msg(view, {"want": "=2.5,1,1", "layout": "narrow", "view": "tab-a"}, [])
+    receive(view, {"want": "=2.5,1,1", "layout": "narrow", "view": "tab-a"})
     assert view.wait()
     f = view.frame
     assert (f["key"], f["layout"], f["by"], f["labels"]) == ("=2.5,1,1", "narrow", "tab-a", ["2.5", "2", "band"])
@@ -54,7 +59,7 @@ def test_a_request_is_drawn_and_goes_to_every_view_with_who_asked(view):
 
 
 def test_states_asked_for_ahead_are_drawn_and_sent_with_the_png_as_binary(view):
-    view._on_msg(view, {"ahead": ["2,2,0", "3,2,0"], "layout": "wide"}, [])
+    receive(view, {"ahead": ["2,2,0", "3,2,0"], "layout": "wide"})
     assert view.wait()
     keys = [c["key"] for c, _ in view.sent]
     assert keys == ["2,2,0", "3,2,0"] and all(c["ahead"] and c["png"] is None for c, _ in view.sent)
@@ -64,15 +69,15 @@ def test_states_asked_for_ahead_are_drawn_and_sent_with_the_png_as_binary(view):
 
 
 def test_a_request_beats_the_states_ahead_and_a_burst_draws_the_latest(view):
-    view._on_msg(view, {"ahead": ["0,0,0", "0,1,0", "0,2,0"], "layout": "wide"}, [])
+    receive(view, {"ahead": ["0,0,0", "0,1,0", "0,2,0"], "layout": "wide"})
     for key in ("2,2,0", "3,2,0", "3,3,1"):
-        view._on_msg(view, {"want": key, "layout": "wide", "view": "a"}, [])
+        receive(view, {"want": key, "layout": "wide", "view": "a"})
     assert view.wait()
     assert view.frame["key"] == "3,3,1" and view.draws <= 2
 
 
 def test_a_state_that_cannot_be_drawn_is_explained_on_the_figure(view):
-    view._on_msg(view, {"want": "=99,2,0", "layout": "wide", "view": "a"}, [])
+    receive(view, {"want": "=99,2,0", "layout": "wide", "view": "a"})
     assert view.wait()
     assert view.frame["key"] == "=99,2,0" and "scale=99 is not allowed; scale takes" in view.frame["error"]
 

@@ -185,8 +185,8 @@ def test_bad_arguments_name_themselves():
 @pytest.mark.parametrize("fmt", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("offset", [10.0, 300.0, 1e4])
 def test_explorable_readouts_agree_with_recomputed_values(offset, fmt):
-    from normlab_core.figures.style import number
-    from normlab_core.interactive import get
+    from normlab_core.figures import get
+    from normlab_core.formatting import number
 
     frame = get("compare_variance").render(offset=offset, fmt=fmt)
     shape = (UNEVEN - UNEVEN.mean()) / UNEVEN.std()

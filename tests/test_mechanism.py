@@ -12,7 +12,8 @@ from explorable_support import every_state, pixels, text_problems, toy
 from matplotlib.lines import Line2D
 
 from normlab_core.display import try_this_markdown
-from normlab_core.interactive import Choice, Explorable, Frame, Preset, Slider, number, vector
+from normlab_core.formatting import number
+from normlab_core.interactive import Choice, Explorable, Frame, Preset, Slider, vector
 
 
 @pytest.mark.parametrize("value, digits, text", [

@@ -20,6 +20,7 @@ import sys
 import nbformat
 import pytest
 from test_prose_numbers import ROOT
+from toc_support import toc_notebooks
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from refresh_notebooks import execute  # noqa: E402
@@ -152,7 +153,7 @@ def cases() -> list:
 
 
 def test_every_notebook_with_a_parameters_cell_has_a_drawer():
-    with_parameters = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb")
+    with_parameters = sorted(p.stem for p in toc_notebooks()
                              if any("parameters" in c.metadata.get("tags", [])
                                     for c in nbformat.read(p, as_version=4).cells))
     assert sorted(DRAW) == with_parameters

@@ -26,12 +26,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from toc_support import toc_notebooks
 
 pytestmark = pytest.mark.portable
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
-NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [str(p.relative_to(ROOT)) for p in toc_notebooks()]
 
 
 def other_numpy_loops() -> str:
@@ -99,7 +100,7 @@ import hashlib, json, sys
 from pathlib import Path
 sys.path.insert(0, "tests")
 from explorable_support import every_state
-from normlab_core.interactive import catalog, get
+from normlab_core.figures import catalog, get
 folder = Path(sys.argv[1])
 out = {}
 for name in catalog():

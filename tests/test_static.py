@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -83,6 +84,33 @@ def test_one_script_and_one_stylesheet_for_every_explorable(site):
     assert js == "(function () {\n" + source.replace("export default { render };", "boot();") + "})();\n"
     assert "export" not in js and (site["staging"] / "normlab-explorable.css").read_text() == \
         (ROOT / "normlab_core" / "interactive" / "frontend.css").read_text()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js to parse JavaScript")
+def test_the_classic_script_parses_as_a_script_and_the_module_as_a_module(tmp_path):
+    """node --check reads a .cjs file as a classic (CommonJS) script, where any import or export is a syntax error,
+    and a .mjs file as an ES module: the book's script must be the one, frontend.js the other."""
+    (tmp_path / "book.cjs").write_text(static.script(), encoding="utf-8")
+    (tmp_path / "frontend.mjs").write_text((static.HERE / "frontend.js").read_text(encoding="utf-8"))
+    for name in ("book.cjs", "frontend.mjs"):
+        out = subprocess.run(["node", "--check", str(tmp_path / name)], capture_output=True, text=True)
+        assert out.returncode == 0, (name, out.stderr)
+    (tmp_path / "module-as-script.cjs").write_text((static.HERE / "frontend.js").read_text(encoding="utf-8"))
+    assert subprocess.run(["node", "--check", str(tmp_path / "module-as-script.cjs")], capture_output=True).returncode
+
+
+@pytest.mark.parametrize("change", ["a second export", "an import", "no export", "code after the export"])
+def test_a_frontend_the_classic_script_cannot_be_built_from_is_refused(tmp_path, monkeypatch, change):
+    source = (static.HERE / "frontend.js").read_text(encoding="utf-8")
+    edited = {"a second export": source.replace("function boot()", "export function boot()"),
+              "an import": "import x from './x.js';\n" + source,
+              "no export": source.replace(static.EXPORT, "export default { render: render };"),
+              "code after the export": source + "boot();\n"}[change]
+    assert edited != source
+    (tmp_path / "frontend.js").write_text(edited, encoding="utf-8")
+    monkeypatch.setattr(static, "HERE", tmp_path)
+    with pytest.raises(ValueError, match="frontend.js must end with"):
+        static.script()
 
 
 def test_place_frames_copies_what_the_page_lists_and_reports_what_is_missing(site, tmp_path):

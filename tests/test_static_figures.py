@@ -164,3 +164,28 @@ def test_a_phone_takes_the_narrow_figure_and_a_laptop_the_wide(tmp_path, browser
             else:
                 assert got == [["first", f"{first}.png", 648], ["second", f"nl-{second[:20]}.png", 648],
                                ["none", f"{other}.png", 648]], got
+
+
+def test_a_check_prints_its_bound_when_met_and_its_error_when_not():
+    """The verdict notebooks print for a round-off check: the bound alone when the error is under it (its digits
+    change with the CPU), the error itself otherwise, nan included."""
+    assert display.below_bound(3.1e-17, 1e-12) == "below 1e-12"
+    assert display.below_bound(2.5e-9, 1e-8, ".0e") == "below 1e-08"
+    assert display.below_bound(1e-8, 1e-8, ".0e") == "1.0e-08, ABOVE 1e-08"
+    assert display.below_bound(float("nan"), 1e-12) == "nan, ABOVE 1e-12"
+
+
+def test_the_shared_axis_helpers_against_brute_force():
+    from normlab_core.figures.style import index_ticks, one_two_five, vector_label
+
+    rounds = sorted(m * 10.0 ** k for m in (1, 2, 5) for k in range(-6, 8))
+    for v in np.geomspace(1.3e-5, 9.1e5, 157):
+        assert one_two_five(v) == pytest.approx(min(r for r in rounds if r >= v), rel=1e-12), v
+    assert one_two_five(2.0) == 2.0 and one_two_five(0.0) == one_two_five(-3.0) == 1.0
+    assert vector_label(np.arange(9) - 2.5) == "[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, ...]"
+    assert vector_label([1 / 3, 2], 3) == "[0.333, 2]" and vector_label(np.ones(9), first=None).count("1") == 9
+    fig = blank_figure()
+    ax = fig.subplots()
+    for n, ticks in ((5, [0, 1, 2, 3, 4]), (12, list(range(12))), (20, [0, 2, 4, 6, 8, 10, 12, 14, 16, 18])):
+        index_ticks(ax, n)
+        assert list(ax.get_xticks()) == ticks

@@ -1,6 +1,7 @@
 """The stored training experiments (`make experiments` writes them; the book only reads them).
 
-`load()` returns an `Experiments` over `experiments.json.gz`; see NOTES and scripts/experiments.py for the layout:
+`load()` returns an `Experiments` over `experiments.json.gz`, which scripts/experiments.py writes (`assemble`) in
+this layout:
 {"format", "version", "settings", "studies": {name: {"title", "cells"}}, "runs": [run, ...],
  "update_size": {...}}. A run is a dict with its "config" (Config fields), "lr", "warmup", "seed", "outcome",
 "accuracy", "final_loss" and its curves: "loss", "max_logit", "grad_norm" (at settings["curve_steps"]), "eval_steps",

@@ -1,5 +1,7 @@
 """The book's figures: the house style (style.py), drawn diagrams (diagrams.py) and one module per section
-(s01_... to s09_...), each with its explorables' setup and update functions and its catalog entries()."""
+(sNN_..., one per section notebook that has figures), each with its explorables' setup and update functions and
+its catalog entries(). Figures import the interactive mechanism and the layers below it; display.py imports them
+to show them (only s11's live trainer still reads display.static_mode)."""
 
 import functools
 import importlib

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..examples import STACK_INPUT
-from ..interactive import Explorable, Preset, Slider, number, vector
+from ..formatting import number
+from ..interactive import Explorable, Preset, Slider, vector
 from ..residual import Affine, stack_curves
-from .style import COLORS, label, panels
+from .style import COLORS, PLACEMENT_NAMES, label, panels, vector_label
 
 MAX_DEPTH = 48
 TOP = 1e16                 # the magnitude axis ends here; larger values are drawn on its top edge
-PLACEMENTS = {"none": "no normalization", "pre": "pre-norm", "post": "post-norm"}
+PLACEMENTS = ("none", "pre", "post")   # drawn in this order
 
 
 def magnitudes(x0, gain: float) -> dict:
@@ -25,8 +26,8 @@ def setup(fig, *, narrow, x0):
     ax_n, ax_r = panels(fig, narrow)
     depths = np.arange(MAX_DEPTH + 1)
     art = {"ax_r": ax_r}
-    for p, name in PLACEMENTS.items():
-        (art[f"n_{p}"],) = ax_n.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=name)
+    for p in PLACEMENTS:
+        (art[f"n_{p}"],) = ax_n.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=PLACEMENT_NAMES[p])
         (art[f"r_{p}"],) = ax_r.plot(depths[1:], depths[1:] * 0 + 1.0, color=COLORS[p])
         (art[f"nm_{p}"],) = ax_n.plot([0], [1], "o", color=COLORS[p], ms=6, clip_on=False)
         (art[f"rm_{p}"],) = ax_r.plot([1], [1], "o", color=COLORS[p], ms=6, clip_on=False)
@@ -52,7 +53,7 @@ def update(art, *, depth, gain, x0):
     top = max([2.2] + [1.08 * v for v in finite])
     art["ax_r"].set_ylim(0.3 if top <= 2.2 else 0.0, top)
     out = {}
-    for p, name in PLACEMENTS.items():
+    for p in PLACEMENTS:
         norms, ratio, at = data[p], ratios[p], max(depth, 1)
         art[f"n_{p}"].set_ydata(np.minimum(norms, TOP))
         art[f"r_{p}"].set_ydata(ratio)
@@ -61,7 +62,7 @@ def update(art, *, depth, gain, x0):
         layer = f"layer {depth} multiplied it by" if depth else "layer 1 multiplies it by"
         factor = (number(ratio[at - 1], 5) if np.isfinite(ratio[at - 1]) else
                   "nothing: |h| was 0 before it, so there is no growth factor")
-        out[name] = f"|h| = {number(norms[depth])}; {layer} {factor}"
+        out[PLACEMENT_NAMES[p]] = f"|h| = {number(norms[depth])}; {layer} {factor}"
     art["vline_n"].set_xdata([depth, depth])
     art["vline_r"].set_xdata([max(depth, 1)] * 2)
     out["input |x0|"] = number(data["none"][0]) + (
@@ -69,7 +70,7 @@ def update(art, *, depth, gain, x0):
         "(the ratio of two sizes, the first 0) is not defined and is not drawn" if data["none"][0] == 0 else "")
     over = data["none"][depth] > TOP
     alt = (f"Two panels against depth 0 to {MAX_DEPTH} for a residual stack with sublayer F(v) = {number(gain)} v + "
-           f"0.1 on the input {_vector(x0)}. At depth {depth} (dashed line) the magnitude is "
+           f"0.1 on the input {vector_label(x0)}. At depth {depth} (dashed line) the magnitude is "
            f"{number(data['none'][depth], 2)} with no normalization{' (beyond the top of the axis)' if over else ''}, "
            f"{number(data['pre'][depth], 2)} with pre-norm and {number(data['post'][depth], 2)} with post-norm; "
            f"the right panel shows each layer's growth factor, {number(ratios['none'][max(depth, 1) - 1], 3)} "
@@ -83,10 +84,6 @@ def growth_factors(norms: np.ndarray) -> np.ndarray:
     out = np.full(after.shape, np.nan)
     np.divide(after, before, out=out, where=before > 0)
     return out
-
-
-def _vector(x) -> str:
-    return "[" + ", ".join(number(v) for v in x[:8]) + (", ...]" if x.size > 8 else "]")
 
 
 def _at(x0, gain: float, placement: str, depth: int) -> tuple[float, float]:

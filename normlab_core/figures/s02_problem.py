@@ -7,7 +7,8 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from ..examples import BATCHES, FEATURES, MAX_BATCH, N_DRAWS, POS_MEAN
-from ..interactive import Explorable, Preset, Slider, number
+from ..formatting import number
+from ..interactive import Explorable, Preset, Slider
 from ..norms import tracked_outputs
 from ..residual import growth
 from ..stats import mean_var

@@ -9,11 +9,12 @@ import numpy as np
 from matplotlib.ticker import EngFormatter
 
 from ..examples import VECTOR_A
-from ..interactive import Choice, Explorable, Preset, Slider, number, vector
+from ..formatting import number
+from ..interactive import Choice, Explorable, Preset, Slider, vector
 from ..moments import one_pass_var, span_in_std
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, label, panels
+from .style import COLORS, index_ticks, label, panels, vector_label
 
 
 def stored(offset: float, scale: float, dtype: str, x) -> np.ndarray:
@@ -62,7 +63,7 @@ def setup(fig, *, narrow, x):
     ax_z.legend(loc="upper left", fontsize=8)
     label(ax_z, "component index i", "standardized value (std units)", "")
     for ax in (ax_x, ax_z):
-        ax.set_xticks(idx if x.size <= 12 else idx[::max(1, x.size // 8)])
+        index_ticks(ax, x.size)
         ax.set_xlim(-0.5, x.size - 0.1)
     return {**art, "ax_x": ax_x, "ax_z": ax_z, "band": band, "raw": raw, "mean_txt": mean_txt, "std_pts": std_pts,
             "span_bar": span_bar, "span_txt": span_txt, "note": note, "z": z}
@@ -79,7 +80,7 @@ def update(art, *, offset, scale, dtype, x):
     art["band"].set_height(2 * std)
     art["mean_txt"].set_text(f"mean {number(mean, 7)}, std {number(std)}")
     z = standardize(v)
-    shown = "[" + ", ".join(_stored(a) for a in v[:8]) + (", ...]" if v.size > 8 else "]")
+    shown = vector_label(v, fmt=_stored)
     out = {"x as stored": f"{dtype} {shown}", "mean, variance, std": f"{number(mean, 7)}, {number(var, 7)}, "
            f"{number(std, 7)}"}
     if z is None:
@@ -106,7 +107,7 @@ def update(art, *, offset, scale, dtype, x):
                              f"{dtype} rounding bent the shape\nby up to {number(drift, 2)} std")
         art["ax_z"].set_title("Standardized: bent by rounding" if drift >= 1e-3 else
                               "Standardized: the same shape", loc="left")
-        out["standardized"] = "[" + ", ".join(f"{a:+.4f}" for a in z[:8]) + (", ...]" if z.size > 8 else "]")
+        out["standardized"] = vector_label(z, fmt=lambda a: f"{a:+.4f}")
         out["span (max - min) / std"] = number(span, 6)
         result = ("the standardized values lie on the crosses of the exact shape" if drift < 1e-3 else
                   f"{dtype} rounding has moved the standardized values off the exact shape by up to "

@@ -9,10 +9,11 @@ import numpy as np
 from matplotlib.ticker import EngFormatter
 
 from ..examples import VECTOR_A
-from ..interactive import Explorable, Preset, Slider, number, scalar, vector
+from ..formatting import number
+from ..interactive import Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, label, panels
+from .style import COLORS, index_ticks, label, panels
 
 OUT_LIM = 5.0
 
@@ -39,7 +40,7 @@ def setup(fig, *, narrow, x, eps=None):
     label(ax_out, "component index i", r"$y_i$", r"Output: spread $\gamma$ around $\beta$")
     ax_out.set_ylim(-OUT_LIM, OUT_LIM)
     for ax in (ax_in, ax_out):
-        ax.set_xticks(idx if x.size <= 12 else idx[::max(1, x.size // 8)])
+        index_ticks(ax, x.size)
         ax.set_xlim(-0.3, x.size - 0.7)
     note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color=COLORS["warning"])
     return {"ax_in": ax_in, "ax_out": ax_out, "line_in": line_in, "line_out": line_out, "note": note,

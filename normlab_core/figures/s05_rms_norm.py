@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..display import ratio
 from ..examples import VECTOR_A
+from ..formatting import number, ratio
 from ..geometry import along_ones, angle_to_plane, layer_norm_radius, plane_basis, project, rms_norm_radius
-from ..interactive import Choice, Explorable, Preset, Slider, number, scalar, vector
+from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm, rms_norm
 from ..stats import length, mean_var
-from .style import COLORS, label, panels
+from .style import COLORS, index_ticks, label, panels, vector_label
 
 OFFSETS = np.linspace(-50.0, 200.0, 501)
 STD_LIM = (1e-3, 3.0)
@@ -44,7 +44,7 @@ def setup(fig, *, narrow, x, eps):
     top = 1.2 * float(np.abs(shape / std).max()) if std > 0 else 1.2   # a constant x: its outputs are 0 or ±1
     ax_y.set_ylim(-top - 0.6, top)
     ax_y.set_xlim(-0.3, x.size - 0.7)
-    ax_y.set_xticks(idx if x.size <= 12 else idx[::max(1, x.size // 8)])
+    index_ticks(ax_y, x.size)
     ax_y.legend(loc="lower center", ncols=2)
     label(ax_y, "component index i", r"output $y_i$", "Outputs of offset + the input's shape")
     ln_std, rms_std = output_std(OFFSETS, shape, eps)
@@ -212,10 +212,10 @@ def geometry_update(art, *, shape, offset, eps):
     mean, var = (float(a) for a in mean_var(x))
     ms = float(np.mean(x * x))
     f_ln, f_rms = (float(f(x, eps)) / ROOT3 for f in (layer_norm_radius, rms_norm_radius))
-    vec = "[" + ", ".join(number(round(float(a), 10), 4) for a in x) + "]"
+    vec = vector_label(x, first=None, fmt=lambda a: number(round(float(a), 10), 4))
     out = {
         "x": f"{vec}: mean {number(round(mean, 12), 4)}, |Px| = {number(r, 4)}",
-        "|y| (sphere radius √3 = 1.7321)": f"LayerNorm {n_ln:.4f}, RMSNorm {n_rms:.4f}",
+        f"|y| (sphere radius √3 = {ROOT3:.4f})": f"LayerNorm {n_ln:.4f}, RMSNorm {n_rms:.4f}",
         "y · 1": f"LayerNorm {number(round(dot_ln, 10), 4)}, RMSNorm {_plain(dot_rms, 4):.4f}",
         "angle to the plane": f"x {_plain(a_x, 1):+.1f}°, RMSNorm's y {_plain(a_rms, 1):+.1f}° (the same ray), "
                               "LayerNorm's y 0°",
@@ -224,7 +224,7 @@ def geometry_update(art, *, shape, offset, eps):
     }
     alt = (f"Two views at D = 3 of x = {vec}, eps {number(eps)}. Seen along 1, x's projection onto the plane "
            f"x1 + x2 + x3 = 0 lies {number(r, 3)} from the centre, and LayerNorm's output in the same direction at "
-           f"{n_ln:.3f}, {'on' if f_ln > 0.9995 else 'inside'} the circle of radius 1.732. Side view: "
+           f"{n_ln:.3f}, {'on' if f_ln > 0.9995 else 'inside'} the circle of radius {ROOT3:.3f}. Side view: "
            + (f"x lies in the plane, and so does RMSNorm's output, at length {n_rms:.3f}" if abs(h) < 1e-9 else
               f"x is {number(h, 3)} along 1; RMSNorm's output keeps that side, {_plain(a_rms, 1):+.1f} degrees from "
               f"the plane at length {n_rms:.3f} with y . 1 = {_plain(dot_rms, 3):.3f}")
@@ -236,11 +236,11 @@ GEOMETRY_PRESETS = {
     "offset": Preset({}, "RMSNorm's square sits where the ray through x meets the sphere, +60.7° from the plane "
                      "like x itself; LayerNorm's circle drops to the plane first, y · 1 = 0"),
     "centred": Preset({"shape": "centred"}, "x lies in the plane already: both norms give the same point on the "
-                      "circle, |y| = 1.7321 and y · 1 = 0 for both"),
+                      f"circle, |y| = {ROOT3:.4f} and y · 1 = 0 for both"),
     "centred, offset 3": Preset({"shape": "centred", "offset": 3.0}, "far along 1 RMSNorm's output climbs toward "
                                 "the pole (1, 1, 1), y · 1 = 2.8828 of at most 3, while LayerNorm's does not move"),
     "nearly flat": Preset({"shape": "nearly flat"}, "a tiny spread: LayerNorm still blows its projection up onto "
-                          "the circle (|y| = 1.7321), RMSNorm lands next to the pole"),
+                          f"the circle (|y| = {ROOT3:.4f}), RMSNorm lands next to the pole"),
     "nearly flat, eps 0.01": Preset({"shape": "nearly flat", "eps": 0.01}, "eps against a variance of 0.001667: "
                                     "LayerNorm keeps only 0.3780 of the radius, RMSNorm 0.9950"),
     "eps 1": Preset({"eps": 1.0}, "a large eps pulls both inside the sphere, LayerNorm's more (0.5247 of √3) "

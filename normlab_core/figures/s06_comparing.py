@@ -8,16 +8,12 @@ import math
 import numpy as np
 
 from ..examples import CENTRED, MIXED, UNEVEN
-from ..interactive import Choice, Explorable, Preset, Slider, number, scalar, vector
+from ..formatting import number
+from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm, rms_norm
 from ..precision import levels_between, restretch, round_to, spacing, stored_error
 from ..statistics_precision import to_format, var_one_pass, var_two_pass, var_welford
-from .style import COLORS, label, panels
-
-
-def _vector(v) -> str:
-    return "[" + ", ".join(number(a, 3) for a in v[:8]) + (", ...]" if v.size > 8 else "]")
-
+from .style import COLORS, index_ticks, label, panels, vector_label
 
 # -- the morph from centred to offset data ----------------------------------------------------------------------
 MORPH_OUT_LIM = (-2.6, 2.2)   # the output panel's fixed axis
@@ -36,7 +32,7 @@ def morph_setup(fig, *, narrow, x, mixed, eps):
     ax_y.legend(loc="lower center", ncols=2)
     label(ax_y, "component index i", r"output $y_i$", "")
     for ax in (ax_x, ax_y):
-        ax.set_xticks(range(n) if n <= 12 else range(0, n, max(1, n // 8)))
+        index_ticks(ax, n)
         ax.set_xlim(-0.3, n - 0.7)
     return {"x": x_line, "ln": ln, "rms": rms, "ax_y": ax_y}
 
@@ -49,10 +45,11 @@ def morph_update(art, *, offset, base, x, mixed, eps):
         art[key].set_data(np.arange(v.size), y)
     gap = float(np.max(np.abs(y_ln - y_rms)))
     art["ax_y"].set_title("Outputs: the same" if gap < 1e-9 else "Outputs: they differ", loc="left")
-    out = {"x": _vector(v), "LN": "[" + ", ".join(f"{a:+.3f}" for a in y_ln) + "]",
+    out = {"x": vector_label(v, 3), "LN": "[" + ", ".join(f"{a:+.3f}" for a in y_ln) + "]",
            "RMS": "[" + ", ".join(f"{a:+.3f}" for a in y_rms) + "]", "largest |LN - RMS|": number(gap, 3)}
-    alt = (f"Left: the input {_vector(v)}, a centred shape plus {number(offset)}. Right: its LayerNorm (circles) and "
-           f"RMSNorm (squares) on a fixed axis from {number(MORPH_OUT_LIM[0])} to {number(MORPH_OUT_LIM[1])}; "
+    alt = (f"Left: the input {vector_label(v, 3)}, a centred shape plus {number(offset)}. Right: its LayerNorm "
+           f"(circles) and RMSNorm (squares) on a fixed axis from {number(MORPH_OUT_LIM[0])} to "
+           f"{number(MORPH_OUT_LIM[1])}; "
            f"the largest difference between them is "
            f"{number(gap, 3)}{', so they coincide' if gap < 1e-9 else ''}.")
     return out, alt

@@ -6,16 +6,17 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from ..examples import STACK_INPUT
-from ..interactive import Choice, Explorable, Input, Preset, Slider, number, scalar, vector
+from ..formatting import number
+from ..interactive import Choice, Explorable, Input, Preset, Slider, scalar, vector
 from ..residual import Affine, fd_curves, run_stack, sensitivity, stack_curves
 from ..stats import length
-from .style import COLORS, label, panels
+from .style import COLORS, PLACEMENT_NAMES, label, panels, vector_label
 
 MAX_DEPTH = 256
 SENS_LIM = (1e-12, 1e3)
 REFERENCE = Affine(0.5, 0.1)          # the reference program's sublayer
 REFERENCE_DEPTHS = (1, 2, 4, 8, 16, 32)
-NAMES = {"post": "post-norm", "pre": "pre-norm"}
+PLACEMENTS = ("post", "pre")   # drawn in this order
 SENS = r"$\|\partial\,\mathrm{out} / \partial x_0[0]\|$"
 
 
@@ -44,7 +45,7 @@ def reference_points(x0, eps) -> dict | None:
     x32 = x0.astype(np.float32)
     return {p: (np.array([length(run_stack(x32, d, p)) for d in REFERENCE_DEPTHS]),
                 np.array([sensitivity(x32, d, p, method="finite_difference", h=1e-3) for d in REFERENCE_DEPTHS]))
-            for p in NAMES}
+            for p in PLACEMENTS}
 
 
 def setup(fig, *, narrow, x0, eps, sublayer=None):
@@ -53,9 +54,9 @@ def setup(fig, *, narrow, x0, eps, sublayer=None):
     art = {"ax_n": ax_n, "ax_s": ax_s, "points": reference_points(x0, eps), "size": np.sqrt(x0.size), "narrow": narrow}
     # pre-norm drawn first and wider, post-norm on top of it: with a final norm both output lengths coincide
     for p, width in (("pre", 3.4), ("post", 1.6)):
-        (art[f"s_{p}"],) = ax_s.plot(depths, depths * 0 + 1.0, color=COLORS[p], lw=width, label=NAMES[p])
-        (art[f"n_{p}"],) = ax_n.plot(depths, depths * 0 + 1.0, color=COLORS[p], lw=width, label=NAMES[p])
-    for p in NAMES:
+        (art[f"s_{p}"],) = ax_s.plot(depths, depths * 0 + 1.0, color=COLORS[p], lw=width, label=PLACEMENT_NAMES[p])
+        (art[f"n_{p}"],) = ax_n.plot(depths, depths * 0 + 1.0, color=COLORS[p], lw=width, label=PLACEMENT_NAMES[p])
+    for p in PLACEMENTS:
         (art[f"sm_{p}"],) = ax_s.plot([1], [1], "o", color=COLORS[p], ms=6, clip_on=False)
         (art[f"nm_{p}"],) = ax_n.plot([1], [1], "o", color=COLORS[p], ms=6, clip_on=False)
         (art[f"sc_{p}"],) = ax_s.plot([], [], "x", color=COLORS["marker"], ms=5, mew=1.2,
@@ -75,7 +76,7 @@ def setup(fig, *, narrow, x0, eps, sublayer=None):
 
 def draw(art, depth, sublayer, final_norm, x0, eps):
     """Draw both stacks on x0 with this sublayer; the readouts and a sentence on what is shown."""
-    data = {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, final_norm=final_norm, eps=eps) for p in NAMES}
+    data = {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, final_norm=final_norm, eps=eps) for p in PLACEMENTS}
     crosses = art["points"] is not None and sublayer == REFERENCE and not final_norm
     out = {}
     for p in ("post", "pre"):
@@ -87,8 +88,9 @@ def draw(art, depth, sublayer, final_norm, x0, eps):
         c_norms, c_sens = art["points"][p] if crosses else ([], [])
         art[f"sc_{p}"].set_data(REFERENCE_DEPTHS if crosses else [], c_sens)
         art[f"nc_{p}"].set_data(REFERENCE_DEPTHS if crosses else [], c_norms)
-        out[NAMES[p]] = (f"depth {depth}: |out| {number(norms[depth - 1])}, sensitivity {number(sens[depth - 1])} "
-                         f"({number(sens[depth - 1] / sens[0], 3)} × its depth-1 value)")
+        out[PLACEMENT_NAMES[p]] = (f"depth {depth}: |out| {number(norms[depth - 1])}, sensitivity "
+                                   f"{number(sens[depth - 1])} ({number(sens[depth - 1] / sens[0], 3)} × its "
+                                   "depth-1 value)")
     handles = [art["s_pre"], art["s_post"]] + ([art["sc_post"]] if crosses else [])
     art["ax_s"].legend(handles=handles, loc="lower left")           # the legend lists what is drawn
     pinned = ("both pinned" if art["narrow"] else "both pinned by the final norm") if final_norm else \
@@ -98,7 +100,7 @@ def draw(art, depth, sublayer, final_norm, x0, eps):
     for v in (art["vline_s"], art["vline_n"]):
         v.set_xdata([depth, depth])
     out["pre / post sensitivity"] = number(data["pre"][1][depth - 1] / data["post"][1][depth - 1])
-    below = [f"{NAMES[p]} from depth {int(np.argmax(data[p][1] < SENS_LIM[0])) + 1}"
+    below = [f"{PLACEMENT_NAMES[p]} from depth {int(np.argmax(data[p][1] < SENS_LIM[0])) + 1}"
              for p in ("post", "pre") if data[p][1].min() < SENS_LIM[0]]
     edge = "below 1e-12, drawn\non the bottom edge:\n" if art["narrow"] else "below 1e-12, drawn on the bottom edge:\n"
     art["clip_note"].set_text((edge + ";\n".join(below)) if below else "")
@@ -124,7 +126,7 @@ def draw(art, depth, sublayer, final_norm, x0, eps):
 
 def _alt(sublayer, final_norm, x0, result) -> str:
     return (f"Two log-log panels against depth 1 to {MAX_DEPTH} for a stack on x0 = "
-            f"[{', '.join(number(v) for v in x0[:8])}{', ...' if x0.size > 8 else ''}] with sublayer {sublayer!r}, "
+            f"{vector_label(x0)} with sublayer {sublayer!r}, "
             f"final norm {'on' if final_norm else 'off'}: the sensitivity of the output to x0[0] (left) and the "
             f"output norm (right) for post-norm and pre-norm; {result}.")
 
@@ -146,9 +148,9 @@ ERR_LIM = (1e-12, 10.0)
 def fd_setup(fig, *, narrow, x0, eps, sublayer):
     ax = fig.subplots()
     depths = np.arange(1, MAX_DEPTH + 1)
-    art = {"exact": {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, eps=eps)[1] for p in NAMES}}
+    art = {"exact": {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, eps=eps)[1] for p in PLACEMENTS}}
     for p in ("post", "pre"):
-        (art[p],) = ax.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=NAMES[p])
+        (art[p],) = ax.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=PLACEMENT_NAMES[p])
     _depth_axis(ax, ERR_LIM)
     ax.axvline(32, color="0.6", lw=0.8, ls=":")
     ax.text(36, 2e-12, "the reference table\nstops at depth 32", color="0.35", va="bottom")
@@ -169,9 +171,9 @@ def fd_update(art, *, h, dtype, x0, eps, sublayer):
         rel = np.abs(measured - exact) / exact
         art[p].set_ydata(np.clip(rel, *ERR_LIM))
         worst[p] = measured
-        out[f"{NAMES[p]} at depth 32"] = (f"measured {measured[31]:.5f}, exact {exact[31]:.5f}, relative error "
-                                          f"{number(rel[31], 2)}")
-    zero = [f"{NAMES[p]} from depth {int(np.argmax(worst[p] == 0)) + 1}" for p in ("post", "pre")
+        out[f"{PLACEMENT_NAMES[p]} at depth 32"] = (f"measured {measured[31]:.5f}, exact {exact[31]:.5f}, "
+                                                    f"relative error {number(rel[31], 2)}")
+    zero = [f"{PLACEMENT_NAMES[p]} from depth {int(np.argmax(worst[p] == 0)) + 1}" for p in ("post", "pre")
             if np.any(worst[p] == 0)]
     out["measured exactly 0"] = ("; ".join(zero) + f": the true change (sensitivity times h) is below the spacing "
                                  f"of {dtype} numbers at the output, so both runs round to the same output (drawn "

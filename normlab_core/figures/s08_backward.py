@@ -8,10 +8,11 @@ import numpy as np
 
 from ..backward import layer_norm_backward
 from ..examples import BACKWARD_INPUT, BACKWARD_UPSTREAM
+from ..formatting import number
 from ..gradcheck import numerical_gradient
-from ..interactive import Choice, Explorable, Preset, Slider, number, scalar, vector
+from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm
-from .style import COLORS, label, panels
+from .style import COLORS, index_ticks, label, panels, vector_label
 
 H_LO, H_HI = 1e-10, 1e-1
 REFERENCE_H = 1e-4
@@ -56,7 +57,7 @@ def setup(fig, *, narrow, x, dy, eps):
     ax_dim.set_yscale("log")
     ax_dim.set_ylim(*ERR_LIM)
     ax_dim.set_xlim(-0.6, x.size - 0.4)
-    ax_dim.set_xticks(dims if x.size <= 12 else dims[::max(1, x.size // 8)])
+    index_ticks(ax_dim, x.size)
     ax_dim.axhline(1e-3, color="0.5", lw=0.8, ls="--")
     label(ax_dim, "component i", "|numerical - analytic|", "Per component at h" + (" (dashed: 1e-3 limit)" if narrow
                                                                                    else "\n(dashed: 1e-3 match limit)"))
@@ -98,7 +99,7 @@ def update(art, *, h, dtype, x, dy, eps):
                 f"step for {dtype} is near {number(best, 1)}")
     out["what happens"] = what
     alt = (f"Left: log-log plot of the largest disagreement between the analytic and the finite-difference gradient of "
-           f"LayerNorm on x = [{', '.join(number(v) for v in x[:8])}{', ...' if n > 8 else ''}] against the step h "
+           f"LayerNorm on x = {vector_label(x)} against the step h "
            f"from 1e-10 to 0.1, for float32 (dashed) and float64 (solid); both are V-shaped. At h = {number(h)} in "
            f"{dtype} (marked) it is {number(diff[worst], 2)}, largest at component {worst}. Right: the disagreement "
            "per component at that step.")

@@ -6,10 +6,11 @@ import numpy as np
 
 from .. import norms
 from ..examples import CENTRED, STACK_INPUT
-from ..interactive import Choice, Explorable, Preset, Slider, number, scalar, vector
+from ..formatting import number
+from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm, rms_norm
 from ..residual import depth_curves
-from .style import COLORS, label
+from .style import COLORS, PLACEMENT_NAMES, index_ticks, label, vector_label
 
 MAX_DEPTH = 64
 OUT_LIM = (-2.4, 2.4)
@@ -24,17 +25,13 @@ def curves(art, norm, x0, eps) -> dict:
     return art["curves"][norm]
 
 
-def _vector(v) -> str:
-    return "[" + ", ".join(number(a, 3) for a in v[:8]) + (", ...]" if v.size > 8 else "]")
-
-
 def output_setup(fig, *, narrow, x, eps):
     ax = fig.subplots()
     idx = np.arange(x.size)
     (other,) = ax.plot(idx, x, "o--", color="0.6", lw=1.2, ms=4)
     (line,) = ax.plot(idx, x, "o-", color=COLORS["layer_norm"], ms=6)
     ax.axhline(0, color="0.6", lw=0.8)
-    ax.set_xticks(idx if x.size <= 12 else idx[::max(1, x.size // 8)])
+    index_ticks(ax, x.size)
     ax.set_xlim(-0.4, x.size - 0.6)
     ax.set_ylim(*OUT_LIM)
     text = ax.text(0.02, 0.97, "", transform=ax.transAxes, va="top")
@@ -54,13 +51,14 @@ def output_update(art, *, norm, offset, x, eps):
     art["text"].set_text(f"solid: {name}, {y.min():+.3f} to {y.max():+.3f}\ndashed: {other_name}")
     y_ln, y_rms = layer_norm(v, eps=eps), rms_norm(v, eps=eps)
     out = {
-        "input x": f"{_vector(v)} (mean {number(v.mean())})",
+        "input x": f"{vector_label(v, 3)} (mean {number(v.mean())})",
         "LayerNorm output": "[" + ", ".join(f"{a:+.3f}" for a in y_ln) + f"] (max - min {np.ptp(y_ln):.3f})",
         "RMSNorm output": "[" + ", ".join(f"{a:+.3f}" for a in y_rms) + f"] (max - min {np.ptp(y_rms):.3f})",
         "RMSNorm keeps": f"{np.ptp(y_rms) / np.ptp(y_ln):.1%} of LayerNorm's spread",
     }
-    alt = (f"{name} of the input {_vector(v)} against component index, from {y.min():+.2f} to {y.max():+.2f}, with "
-           f"{other_name} dashed, on a fixed axis from {number(OUT_LIM[0])} to {number(OUT_LIM[1])}; RMSNorm keeps "
+    alt = (f"{name} of the input {vector_label(v, 3)} against component index, from {y.min():+.2f} to "
+           f"{y.max():+.2f}, with {other_name} dashed, on a fixed axis from {number(OUT_LIM[0])} to "
+           f"{number(OUT_LIM[1])}; RMSNorm keeps "
            f"{np.ptp(y_rms) / np.ptp(y_ln):.0%} of LayerNorm's spread.")
     return out, alt
 
@@ -69,8 +67,8 @@ def depth_setup(fig, *, narrow, x0, eps):
     ax = fig.subplots()
     depths = np.arange(1, MAX_DEPTH + 1)
     art = {"curves": {n: depth_curves(n, x0, MAX_DEPTH, eps=eps) for n in NORMS}}   # others on first use
-    for p, name in (("post", "post-norm"), ("pre", "pre-norm")):
-        (art[f"s_{p}"],) = ax.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=name)
+    for p in ("post", "pre"):
+        (art[f"s_{p}"],) = ax.plot(depths, depths * 0 + 1.0, color=COLORS[p], label=PLACEMENT_NAMES[p])
         (art[f"m_{p}"],) = ax.plot([1], [1], "o", color=COLORS[p], ms=7, clip_on=False)
     art["vline"] = ax.axvline(1, color="0.5", lw=0.8, ls="--")
     ax.set_xscale("log", base=2)
@@ -81,7 +79,7 @@ def depth_setup(fig, *, narrow, x0, eps):
     ax.set_ylim(*SENS_LIM)
     ax.legend(loc="lower left")
     art["text"] = ax.text(0.98, 0.96, "", transform=ax.transAxes, ha="right", va="top")
-    ax.text(0.98, 0.86, f"stack input x0 = {_vector(x0)}", transform=ax.transAxes, ha="right", va="top",
+    ax.text(0.98, 0.86, f"stack input x0 = {vector_label(x0, 3)}", transform=ax.transAxes, ha="right", va="top",
             color="0.35")
     label(ax, "depth (layers, log scale)", r"$\|\partial\,\mathrm{out} / \partial x_0[0]\|$",
           "Sensitivity (chosen placement bold)" if narrow else
@@ -158,8 +156,9 @@ def entries() -> list:
                    presets=OUTPUT_PRESETS, size=(7.2, 2.9), narrow=(3.3, 3.2)),
         Explorable("overview_stack_depth", title="A residual stack's sensitivity against depth, for either norm and "
                    "either placement",
-                   controls={"norm": Choice(**NORM), "placement": Choice(["pre", "post"], "post", label="placement",
-                                                                         labels=["pre-norm", "post-norm"]),
+                   controls={"norm": Choice(**NORM), "placement": Choice(
+                       ["pre", "post"], "post", label="placement",
+                       labels=[PLACEMENT_NAMES[p] for p in ("pre", "post")]),
                              "depth": Slider([1, 2, 4, 8, 16, 32, 64], 32, label="depth (layers)",
                                              free=(1, MAX_DEPTH))},
                    inputs={"x0": vector(STACK_INPUT, 1, 64), "eps": scalar(1e-6, 0.0, 1.0)}, setup=depth_setup,

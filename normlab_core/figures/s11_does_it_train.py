@@ -17,7 +17,8 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from .. import data
 from .._threads import single_blas_thread
 from ..display import static_mode
-from ..interactive import Choice, Explorable, Preset, Slider, number
+from ..formatting import number
+from ..interactive import Choice, Explorable, Preset, Slider
 from ..training import BATCH, check_run_arguments
 from .style import COLORS, NARROW_IN, blank_figure, figure_png, house_style, label, panels
 

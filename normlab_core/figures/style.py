@@ -1,79 +1,36 @@
-"""The book's house style: one colour per concept, figure sizes, text sizes, axis labelling and the one way the book
-writes a number (`number`)."""
+"""The figures' toolbox: the house style (from normlab_core.canvas, shared with the explorables' frames), a
+figure with its axes, axis labelling and panels, and the helpers several sections draw with: vector labels,
+index ticks, 1-2-5 axis limits and the names of the placements."""
 
 from __future__ import annotations
 
-import io
 import math
-import numbers
 
-import matplotlib
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-# Okabe-Ito palette (colour-blind safe); each concept keeps its colour in every figure of the book.
-COLORS = {
-    "input": "#555555",
-    "layer_norm": "#0072B2",
-    "rms_norm": "#D55E00",
-    "batch_norm": "#56B4E9",
-    "pre": "#009E73",
-    "post": "#CC79A7",
-    "none": "#E69F00",
-    "marker": "#000000",
-    "highlight": "#F0E442",
-    "warning": "#B00020",
-}
+from ..canvas import (
+    COLORS,
+    DPI,
+    HEIGHT_IN,
+    NARROW_IN,
+    RC,
+    SHARPNESS,
+    SMALLEST,
+    WIDTH_IN,
+    blank_figure,
+    figure_png,
+    house_style,
+)
+from ..formatting import number
 
-DPI = 90           # CSS pixels per inch: a figure WIDTH_IN wide fills the book's 648 px text column
-WIDTH_IN = 7.2
-HEIGHT_IN = 3.3
-NARROW_IN = 3.3    # the narrow layout (screens up to 600 px): 297 CSS px wide, panels stacked
-SHARPNESS = 2      # explorable frames are drawn at DPI * SHARPNESS, for sharp screens
-SMALLEST = 8.0     # points: no text is smaller (10 CSS px at the figure's own size, 9 px on a 270 px column)
+__all__ = ["COLORS", "DPI", "HEIGHT_IN", "NARROW_IN", "RC", "SHARPNESS", "SMALLEST", "WIDTH_IN", "blank_figure",
+           "figure_png", "house_style", "index_ticks", "label", "new_figure", "one_two_five", "panels",
+           "PLACEMENT_NAMES", "vector_label"]
 
-RC = {
-    "font.size": 9,
-    "axes.titlesize": 9.5,
-    "axes.labelsize": 9,
-    "legend.fontsize": 8,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "lines.linewidth": 1.8,
-    "mathtext.fontset": "dejavusans",
-}
-
-
-def number(v, digits: int = 4) -> str:
-    """A number as the book writes it (controls, readouts, notices): whole numbers as they are, others to `digits`
-    significant digits with trailing zeros dropped and a short exponent beyond 1e-4 .. 10**digits (1e-5, 2.5e7)."""
-    if isinstance(v, (bool, np.bool_, numbers.Integral)):
-        return str(v if isinstance(v, (bool, np.bool_)) else int(v))
-    v = float(v)
-    if not math.isfinite(v):
-        return "nan" if v != v else ("inf" if v > 0 else "-inf")
-    text = f"{v:.{digits}g}" if v else "0"
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        text = f"{mantissa}e{int(exponent)}"
-    return text
-
-
-def house_style():
-    """Context manager applying the book's rcParams to artists created inside it."""
-    return matplotlib.rc_context(RC)
-
-
-def blank_figure(width: float = WIDTH_IN, height: float = HEIGHT_IN, dpi: float = DPI) -> Figure:
-    """An empty Figure on an Agg canvas (no pyplot state), with constrained layout."""
-    fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+# Where a residual layer puts its norm, by the names the code uses (residual.PLACEMENTS, transformer.PLACEMENTS and
+# the training studies' variants), as the figures write them.
+PLACEMENT_NAMES = {"none": "no normalization", "post": "post-norm", "pre": "pre-norm", "peri": "Peri-LN",
+                   "deepnorm": "DeepNorm"}
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = WIDTH_IN, height: float = HEIGHT_IN, **subplot_kw):
@@ -99,8 +56,24 @@ def panels(fig, narrow: bool, n: int = 2, ratios=None):
     return fig.subplots(1, n, width_ratios=ratios, squeeze=False).ravel()
 
 
-def figure_png(fig: Figure, dpi: float | None = None) -> bytes:
-    """Draw a whole figure and return it as PNG bytes (at the figure's own dpi unless `dpi` is given)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi or fig.dpi)
-    return buf.getvalue()
+def vector_label(v, digits: int = 4, first: int | None = 8, fmt=None) -> str:
+    """v (D,) as labels and notices write it: its first `first` components (all for None) as number(a, digits), or
+    fmt(a), then ", ..." if there are more: "[1, -2, 0.5, ...]"."""
+    v = np.asarray(v)
+    fmt = fmt or (lambda a: number(a, digits))
+    shown = v if first is None else v[:first]
+    return "[" + ", ".join(fmt(a) for a in shown) + (", ...]" if shown.size < v.size else "]")
+
+
+def index_ticks(ax, n: int) -> None:
+    """x ticks at the component indices 0 .. n-1: every one for up to 12 components, about eight beyond."""
+    idx = np.arange(n)
+    ax.set_xticks(idx if n <= 12 else idx[::max(1, n // 8)])
+
+
+def one_two_five(v: float) -> float:
+    """The smallest of 1, 2 or 5 times a power of ten that is at least v (1 for v <= 0): a round axis limit."""
+    if not v > 0:
+        return 1.0
+    decade = 10.0 ** math.floor(math.log10(v))
+    return next(m * decade for m in (1, 2, 5, 10) if m * decade >= v * (1 - 1e-12))

@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from ..figures.style import number
+from ..formatting import number
 
 
 @dataclass

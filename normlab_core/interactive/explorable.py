@@ -20,7 +20,8 @@ from matplotlib.transforms import Bbox
 from PIL import Image
 
 from .._threads import one_blas_thread
-from ..figures.style import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style, number
+from ..canvas import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style
+from ..formatting import number
 from .controls import Choice, Input, Preset, Slider
 
 Frame = namedtuple("Frame", "png readouts alt")
@@ -37,7 +38,7 @@ class Explorable:
                  inputs: dict | None = None, start=None, size=(WIDTH_IN, HEIGHT_IN), narrow=(NARROW_IN, 5.0),
                  max_frames: int = 400):
         self.name, self.title, self.controls, self.inputs = name, title, dict(controls), dict(inputs or {})
-        self.setup, self.update, self._start = setup, update, start
+        self.setup, self.update, self.start = setup, update, start
         self.size, self.narrow_size, self.max_frames = tuple(size), tuple(narrow), max_frames
         if set(self.controls) & set(self.inputs):
             raise ValueError(f"{name}: {sorted(set(self.controls) & set(self.inputs))} cannot be both a control "
@@ -95,8 +96,8 @@ class Explorable:
     def defaults(self, **inputs) -> dict:
         """Every control's starting value: its default or, for inputs other than the defaults, what `start` gives."""
         out, given = {k: c.value for k, c in self.controls.items()}, self._inputs(inputs)
-        if self._start and fingerprint(given) != fingerprint(self._inputs({})):
-            out.update({k: _fit(self.controls[k], v) for k, v in self._start(**given).items()})
+        if self.start and fingerprint(given) != fingerprint(self._inputs({})):
+            out.update({k: _fit(self.controls[k], v) for k, v in self.start(**given).items()})
         return out
 
     def _inputs(self, given: dict) -> dict:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..figures.style import DPI
+from ..canvas import DPI
 from .controls import Slider
 from .explorable import Explorable
 
@@ -53,10 +53,19 @@ def spec(exp: Explorable, values: dict) -> dict:
             "wide": [round(v * DPI) for v in exp.size], "narrow": [round(v * DPI) for v in exp.narrow_size]}
 
 
+EXPORT = "export default { render };"   # frontend.js's one ES-module statement, its last: anywidget imports render
+
+
 def script() -> str:
-    """frontend.js as a classic script for book pages: run in a scope of its own, booting the page's explorables."""
+    """frontend.js as a classic script for book pages (Chromium runs no module script in a page opened from
+    file://): in a scope of its own, with its last statement, EXPORT, replaced by booting the page's explorables.
+    ValueError if the file has any other import or export statement, or EXPORT is not its last statement."""
     js = (HERE / "frontend.js").read_text(encoding="utf-8")
-    return "(function () {\n" + js.replace("export default { render };", "boot();") + "})();\n"
+    body, found, tail = js.rpartition(EXPORT)
+    if not found or tail.strip() or re.search(r"^\s*(import|export)\b", body, re.M):
+        raise ValueError(f"frontend.js must end with {EXPORT!r} and have no other import or export statement, so "
+                         "that the book's classic script can be built from it")
+    return "(function () {\n" + body + "boot();" + tail + "})();\n"
 
 
 def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs) -> str:

@@ -1,0 +1,65 @@
+"""The house style that static figures and explorable frames share, below both: one colour per concept, the
+figure and text sizes, the rcParams, an empty Agg figure and its PNG."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+# Okabe-Ito palette (colour-blind safe); each concept keeps its colour in every figure of the book.
+COLORS = {
+    "input": "#555555",
+    "layer_norm": "#0072B2",
+    "rms_norm": "#D55E00",
+    "batch_norm": "#56B4E9",
+    "pre": "#009E73",
+    "post": "#CC79A7",
+    "none": "#E69F00",
+    "marker": "#000000",
+    "highlight": "#F0E442",
+    "warning": "#B00020",
+}
+
+DPI = 90           # CSS pixels per inch: a figure WIDTH_IN wide fills the book's 648 px text column
+WIDTH_IN = 7.2
+HEIGHT_IN = 3.3
+NARROW_IN = 3.3    # the narrow layout (screens up to 600 px): 297 CSS px wide, panels stacked
+SHARPNESS = 2      # explorable frames are drawn at DPI * SHARPNESS, for sharp screens
+SMALLEST = 8.0     # points: no text is smaller (10 CSS px at the figure's own size, 9 px on a 270 px column)
+
+RC = {
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.8,
+    "mathtext.fontset": "dejavusans",
+}
+
+
+def house_style():
+    """Context manager applying the book's rcParams to artists created inside it."""
+    return matplotlib.rc_context(RC)
+
+
+def blank_figure(width: float = WIDTH_IN, height: float = HEIGHT_IN, dpi: float = DPI) -> Figure:
+    """An empty Figure on an Agg canvas (no pyplot state), with constrained layout."""
+    fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_png(fig: Figure, dpi: float | None = None) -> bytes:
+    """Draw a whole figure and return it as PNG bytes (at the figure's own dpi unless `dpi` is given)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi or fig.dpi)
+    return buf.getvalue()
