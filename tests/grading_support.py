@@ -688,7 +688,7 @@ def namespace(replace: dict[str, str] | None = None, source=None) -> dict:
 
 def context(seed: int | None = None, source=None) -> hidden_checks.Context:
     release = json.loads(nbformat.writes(source or nbformat.read(SOURCE, as_version=4)))
-    from normlab_grading.grade import visible_data
+    from normlab_grading.data import visible_data
 
     return hidden_checks.Context(seed=hidden_checks.COURSE_SEED if seed is None else seed,
                                  data=visible_data(release))
