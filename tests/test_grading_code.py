@@ -177,3 +177,46 @@ def test_a_check_cell_without_a_plan_stops_grading(tmp_path, monkeypatch, capsys
     out = capsys.readouterr().out
     assert "test_ex8_new" in out and "Cannot grade" in out
     assert not (course / "logs" / "chapter23" / "alice.json").exists()   # nobody was graded
+
+
+def _hidden_inputs(plans: dict) -> dict:
+    return {gid: [c.request for c in plan.cases if c.hidden] for gid, plan in plans.items()}
+
+
+def test_each_student_gets_hidden_inputs_of_their_own():
+    from grading_support import GRADE_IDS, context, judge_namespace, namespace
+    from normlab_grading import draws
+
+    ctx = context()
+    shared = hidden_checks.plans(ctx, GRADE_IDS)
+    assert grade.student_plans(ctx, GRADE_IDS, None, "ada", shared) is shared   # no secret: one set for all
+    assert draws.student_seed(ctx.seed, None, "ada") == ctx.seed
+    ada = grade.student_plans(ctx, GRADE_IDS, "term secret", "ada", shared)
+    ben = grade.student_plans(ctx, GRADE_IDS, "term secret", "ben", shared)
+    again = grade.student_plans(ctx, GRADE_IDS, "term secret", "ada", shared)
+    assert _hidden_inputs(ada) == _hidden_inputs(again)           # a re-grade sees the same inputs
+    for gid in GRADE_IDS:
+        if gid != "test_ex4_small":   # its hidden cases are fixed sizes; every other cell draws its inputs
+            assert _hidden_inputs(ada)[gid] != _hidden_inputs(ben)[gid], gid
+    assert _hidden_inputs(ada) != _hidden_inputs(shared)
+    other = grade.student_plans(ctx, GRADE_IDS, "next term", "ada", shared)
+    assert _hidden_inputs(other) != _hidden_inputs(ada)            # a new secret, new inputs
+    # the visible cases are the notebook's own, the same for everyone
+    visible = lambda plans: {g: [c.request for c in p.cases if not c.hidden] for g, p in plans.items()}  # noqa: E731
+    assert visible(ada) == visible(ben) == visible(shared)
+    # and correct answers keep full marks on every student's inputs
+    ns = namespace()
+    for student in ("ada", "ben", "cleo"):
+        seed = draws.student_seed(ctx.seed, "term secret", student)
+        verdicts = judge_namespace(ns, hidden_checks.Context(seed=seed, data=ctx.data), via_json=False)
+        assert {g: v.message for g, v in verdicts.items() if not v.passed} == {}, student
+
+
+def test_the_secret_comes_from_the_course_configuration():
+    from traitlets.config import Config
+
+    config = Config()
+    assert grade.secret_from(config) is None
+    config.NormlabGrading.student_secret = "s3cret"
+    assert grade.secret_from(config) == "s3cret"
+    assert "student_secret" not in vars(grade.limits_from(config))

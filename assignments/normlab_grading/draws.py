@@ -6,6 +6,7 @@ so the same seed gives the same inputs on every machine and in every run.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 
 
@@ -40,3 +41,14 @@ def draws_for(seed: int, grade_id: str) -> Draws:
     """The generator of one check cell: its own stream, from the course seed and the grade id."""
     return Draws(seed * 1_000_003 + zlib.crc32(grade_id.encode()))
 
+
+
+def student_seed(seed: int, secret: str | None, student: str) -> int:
+    """The seed of one student's hidden inputs: the course seed alone without a secret (every student the
+    same inputs); with one, a 63-bit number derived from the secret, the course seed and the student id, so
+    that inputs one student prints are useless to another, and the same student gets the same inputs on every
+    re-grade. The secret stays in the course configuration, outside every sandbox."""
+    if not secret:
+        return seed
+    digest = hashlib.sha256(f"{secret}\0{seed}\0{student}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") >> 1

@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from normlab_grading import hidden_checks, inert, review, sandbox, structure
+from normlab_grading import draws, graded_core, hidden_checks, inert, review, sandbox, structure
 from normlab_grading.data import visible_data
 
 NOTEBOOK = "exercises"
@@ -75,6 +75,22 @@ def limits_from(config) -> sandbox.Limits:
     if "cell_seconds" not in section and "timeout" in config.Execute:
         section["cell_seconds"] = config.Execute.timeout
     return sandbox.Limits.from_config(section)
+
+
+def secret_from(config) -> str | None:
+    """The course secret that makes the hidden inputs differ per student (`c.NormlabGrading.student_secret`)."""
+    if "NormlabGrading" in config and config.NormlabGrading.get("student_secret"):
+        return str(config.NormlabGrading.student_secret)
+    return None
+
+
+def student_plans(context, check_ids, secret: str | None, student: str, shared: dict) -> dict:
+    """The plans of one student's check cells: `shared` (built once, for the course seed) without a secret;
+    with one, plans on that student's own hidden inputs (draws.student_seed)."""
+    if not secret:
+        return shared
+    seed = draws.student_seed(context.seed, secret, student)
+    return hidden_checks.plans(hidden_checks.Context(seed=seed, data=context.data), check_ids)
 
 
 def seed_from(config) -> int:
@@ -132,6 +148,7 @@ class Worker:
         self.check_ids = ids
         self.context = hidden_checks.Context(seed=seed, data=visible_data(self.release))
         self.plans = hidden_checks.plans(self.context, ids)
+        self.secret = secret_from(load_config(course))
 
     def grade(self, student: str) -> dict:
         start = time.monotonic()
@@ -159,7 +176,8 @@ class Worker:
         cells = [{"index": i, "source": c["source"]} for i, c in enumerate(restored.cells)
                  if c.get("cell_type") == "code"]
         present = [structure.grade_id(c) for c in restored.cells if structure.is_check(c)]
-        plans = {gid: self.plans[gid] for gid in present if gid in self.plans}
+        mine = student_plans(self.context, self.check_ids, self.secret, student, self.plans)
+        plans = {gid: mine[gid] for gid in present if gid in mine}
         budget = self.limits.check_seconds
         files, left_out = own_files(folder)
         if left_out:
@@ -570,6 +588,8 @@ def grade(course: Path, args) -> int:
           + ("" if unsafe else ", each in a bubblewrap sandbox"))
 
     shutil.rmtree(course / STAGED, ignore_errors=True)
+    if todo and not unsafe:
+        graded_core.graded_copy(sandbox.core_package())   # built once, before the workers are forked
     seed = seed_from(config)
     timings = []
     phases: dict = {}

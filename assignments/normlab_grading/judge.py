@@ -63,14 +63,16 @@ def _unchanged(request: dict, result: dict, part: str) -> None:
 
 def _core_name(name, plan: Plan) -> str:
     """The tripwire's report of which normlab_core function was called, if it names one of the modules tripped
-    for this plan and a function that exists there (the sandbox could send any text)."""
+    for this plan and a function that exists there, or a function of the package itself (the graded copy's
+    stubs report names such as `rms_norm_backward`); the sandbox could send any text."""
     import importlib
 
     parts = name.split(".") if isinstance(name, str) and len(name) < 100 else []
-    if len(parts) >= 2 and parts[0] in plan.tripwire:
+    top = len(parts) == 1 and bool(plan.tripwire)
+    if (len(parts) >= 2 and parts[0] in plan.tripwire) or top:
         try:
-            obj = importlib.import_module(f"normlab_core.{parts[0]}")
-            for attr in parts[1:]:
+            obj = importlib.import_module("normlab_core" if top else f"normlab_core.{parts[0]}")
+            for attr in parts[0 if top else 1:]:
                 obj = getattr(obj, attr) if attr.isidentifier() and not attr.startswith("__") else None
             if callable(obj):
                 return f"normlab_core.{name}"

@@ -3,8 +3,9 @@
 The sandbox (`bwrap`, Debian's package `bubblewrap`) gives the student's code a file system of its own:
 
 - read-only: the system (`/usr` and the links to it), the Python installation, the virtual environment
-  (mounted at /opt/normlab/venv), `normlab_core` (at /opt/normlab/lib) and `normlab_grading/runner.py`, the
-  one grading file that runs inside, which holds no answer;
+  (mounted at /opt/normlab/venv), the graded copy of `normlab_core` (`graded_core`: what the setup cells use,
+  no reference implementation; at /opt/normlab/lib) and `runner.py` and `wire.py`, the grading files that
+  run inside, which hold no answer;
 - writable and thrown away afterwards: an empty home folder and /tmp, each a small in-memory file system;
 - nothing else: not the course folder, its source notebooks, `normlab_grading/` (references and seeds), the
   gradebook, `submitted/` or `autograded/` (other students' work), nor the rest of the server.
@@ -34,8 +35,8 @@ import threading
 import time
 from pathlib import Path
 
+from normlab_grading import graded_core, wire
 from normlab_grading import limits as sandbox_limits
-from normlab_grading import wire
 
 HERE = Path(__file__).resolve().parent
 RUNNER = HERE / "runner.py"
@@ -201,7 +202,8 @@ def bwrap_command(limits: Limits, assignment: str = "work", files=(), seccomp_fd
     cmd += _system_binds() + env_binds
     # The size of the writable folders needs bubblewrap 0.7 (and a bwrap that is not setuid).
     size = ["--size", str(limits.disk_mb << 20)] if version >= (0, 7) and not _setuid_bwrap() else []
-    cmd += ["--perms", "0755", "--dir", INSIDE_LIB, "--ro-bind", str(core_package()), f"{INSIDE_LIB}/normlab_core",
+    cmd += ["--perms", "0755", "--dir", INSIDE_LIB, "--ro-bind", str(graded_core.graded_copy(core_package())),
+            f"{INSIDE_LIB}/normlab_core",
             "--ro-bind", str(RUNNER), INSIDE_RUNNER,
             "--perms", "0755", "--dir", f"{INSIDE_LIB}/normlab_grading",
             *[a for name in INSIDE_GRADING
