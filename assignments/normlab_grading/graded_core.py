@@ -5,8 +5,11 @@ optional timing of 4(c) and the experiment of exercise 6 too). The copy holds th
 few lines of NumPy, and no reference implementation: no backward pass, no JVP of the residual stacks, no
 numerical gradient, no operation counter, no schedule. Every other module and name of the real package is
 there as a stub (found by listing the real package), so `import normlab_core.backward` still works, but
-calling anything in it raises `NotInGradedCopy` saying so. Reading the copy's files from disk and running
-them gives the same stubs: the real source is not in the sandbox.
+calling anything in it raises `NotInGradedCopy` saying so. The one exception is `numerical_gradient`, which
+the notebook's own visible check of 2(a) calls: it works while the cells run, and is a stub like the rest once
+the runner starts calling the student's functions (code that goes out of its way to switch it back on has
+then copied a central difference, the work of 2(b), from the copy's source). Reading the copy's files from
+disk and running them gives the same stubs: the real source is not in the sandbox.
 
 Where the copy must keep a function that an exercise asks the student to write, its behaviour differs where
 that exercise's checks look: `layer_norm` and `rms_norm` take `eps=1e-5` only (the value exercises 2(c) and 3
@@ -61,6 +64,7 @@ __getattr__ = _absent.stubs_for(__name__)
 ABSENT = '''"""Stubs for what the graded copy of normlab_core leaves out."""
 
 CALLED = []
+CELLS = [True]   # the notebook's cells are running (the runner sets it to False before the grader's calls)
 
 
 class NotInGradedCopy(RuntimeError):
@@ -88,9 +92,36 @@ def stubs_for(module):
     return __getattr__
 '''
 
+GRADCHECK = '''"""normlab_core.gradcheck as graded: numerical_gradient while the notebook's cells run (its own visible
+check of 2(a) uses it), and not during the grader's calls of the student's functions."""
+
+import numpy as np
+
+from normlab_core import _absent
+
+
+def numerical_gradient(f, x, upstream, h=1e-5):
+    """Central differences of sum(upstream * f(x)) w.r.t. x; same shape as x."""
+    if not _absent.CELLS[0]:
+        return _absent.stub("gradcheck.numerical_gradient")(f, x, upstream, h)
+    x = np.asarray(x, dtype=np.float64)
+    upstream = np.asarray(upstream, dtype=np.float64)
+    grad = np.empty_like(x)
+    for idx in np.ndindex(x.shape):
+        x_plus, x_minus = x.copy(), x.copy()
+        x_plus[idx] += h
+        x_minus[idx] -= h
+        grad[idx] = np.sum(upstream * (np.asarray(f(x_plus)) - np.asarray(f(x_minus)))) / (2 * h)
+    return grad
+
+
+__getattr__ = _absent.stubs_for(__name__)
+'''
+
 TOP = '''"""normlab_core as graded: layer_norm and rms_norm; the rest of the library is left out."""
 
 from normlab_core import _absent
+from normlab_core.gradcheck import numerical_gradient
 from normlab_core.norms import layer_norm, rms_norm
 
 __getattr__ = _absent.stubs_for(__name__)
@@ -140,6 +171,7 @@ def build(dest: Path, core: Path) -> Path:
         path.write_text(STUB, encoding="utf-8")
     (root / "norms").mkdir(exist_ok=True)
     (root / "norms" / "__init__.py").write_text(NORMS, encoding="utf-8")
+    (root / "gradcheck.py").write_text(GRADCHECK, encoding="utf-8")
     (root / "_absent.py").write_text(ABSENT, encoding="utf-8")
     (root / "__init__.py").write_text(TOP, encoding="utf-8")
     for path in [dest, *dest.rglob("*")]:   # readable by the sandbox's unprivileged user

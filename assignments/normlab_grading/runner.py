@@ -403,6 +403,7 @@ def _spoiled_code(fn, factor: float, asarray):
 def run_groups(ns: dict, request: dict, np, send=None) -> None:
     """Make the calls of every group (check cell) on the functions in `ns`; send one record per group."""
     send = send or emit
+    _close_cells_only()
     alarm = Alarm(_Stopped)
     saved = sys.stdout, sys.stderr
     for group in request["groups"]:
@@ -433,6 +434,14 @@ def run_groups(ns: dict, request: dict, np, send=None) -> None:
         tripped += _stubs_called(group, called_before)
         send(_group_record(group["id"], results, tripped, stopped, len(calls), _monotonic() - start, sink.total))
     alarm.close()
+
+
+def _close_cells_only() -> None:
+    """In the graded copy of normlab_core, what only the cells may use (numerical_gradient) is a stub from now on."""
+    try:
+        _import_module("normlab_core._absent").CELLS[0] = False
+    except Exception:  # noqa: BLE001, S110 - the real library (no sandbox): nothing to close
+        pass
 
 
 def _stub_calls() -> list:
