@@ -49,7 +49,8 @@ c.FileNameCollectorPlugin.named_regexp = (
 
 # The grader (normlab_grading/grade.py, `make grade`) runs every submission in a bubblewrap sandbox with these
 # limits; the values here are the defaults (see normlab_grading/sandbox.py for all of them). The time for each
-# cell is c.Execute.timeout above; the seed of the hidden inputs is COURSE_SEED in normlab_grading/hidden_checks.py.
+# cell is c.Execute.timeout above; the seed of the hidden inputs is COURSE_SEED in normlab_grading/plans.py.
+# c.NormlabGrading.student_secret = "..."  # set it (in a private copy) for hidden inputs of each student's own
 c.NormlabGrading.check_seconds = 30      # all the calls of one check cell's visible and hidden cases together
 c.NormlabGrading.submission_seconds = 900
 c.NormlabGrading.memory_mb = 4096

@@ -15,6 +15,9 @@ and check cell. (The tag `skip-execution` would make nbgrader skip them, and is 
 cells are executed so that the notebook carries stored outputs. Never edit notebooks/10_exercises.ipynb by
 hand.
 
+Both refuse a source notebook with a check cell that the grader has no plan for
+(`normlab_grading.hidden_checks.require_plans`): such a cell could only be scored by the student's kernel.
+
 `python scripts/make_exercises.py --only 1,2,4 --name chapter23_part1` writes a new assignment
 `assignments/source/chapter23_part1/exercises.ipynb` holding only exercises 1, 2 and 4 (headings, answers,
 data, checks and the matching lines of the introduction), ready for `nbgrader generate_assignment
@@ -47,6 +50,18 @@ SKIP = "skip-execution"
 # What a course copy needs besides releases and submissions: the config, the sources and the grading helpers.
 COURSE_PARTS = ("nbgrader_config.py", "normlab_grading", "source", "Makefile")
 EXERCISE_HEADING = re.compile(r"^## Exercise (\d+)\b")
+
+
+def require_plans(nb, where: str) -> None:
+    """Stop (SystemExit naming the cells) unless every check cell of `nb` has a plan in the grader."""
+    if str(COURSE) not in sys.path:
+        sys.path.insert(0, str(COURSE))
+    from normlab_grading import hidden_checks
+
+    try:
+        hidden_checks.require_plans(nb, where)
+    except hidden_checks.Unplanned as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def nbgrader_env() -> dict[str, str]:
@@ -194,6 +209,7 @@ def write_subset(only: str, name: str) -> Path:
         raise ValueError(f"--name must be a new assignment name of letters, digits, _ or -, got {name!r}")
     source = nbformat.read(COURSE / "source" / ASSIGNMENT / NOTEBOOK, as_version=4)
     nb = subset(source, keep)
+    require_plans(nb, f"the partial assignment {name}")
     target = COURSE / "source" / name / NOTEBOOK
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
@@ -212,6 +228,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {target.relative_to(ROOT)}; release it with:\n"
               f"  cd assignments && nbgrader generate_assignment {args.name}")
         return
+    source = COURSE / "source" / ASSIGNMENT / NOTEBOOK
+    require_plans(nbformat.read(source, as_version=4), str(source.relative_to(ROOT)))
     with tempfile.TemporaryDirectory(prefix="normlab-exercises-") as tmp:
         nb = build_unexecuted(Path(tmp))
     os.environ.setdefault("MPLBACKEND", "Agg")

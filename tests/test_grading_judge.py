@@ -34,8 +34,8 @@ from grading_support import (
     judge_namespace,
     lost_cells,
     namespace,
-    runner,
 )
+from normlab_grading import wire
 
 import normlab_core
 
@@ -467,14 +467,14 @@ def test_describe_reads_values_through_the_built_in_types():
             return 99
 
     budget = [10**6]
-    assert runner.describe(Sneaky(2.5), np, budget) == {"t": "float", "v": 2.5, "cls": runner._qualname(Sneaky)}
-    assert runner.describe(Count(7), np, budget)["v"] == 7
-    assert runner.describe(np.float32(0.5), np, budget) == {"t": "npscalar", "dtype": "float32", "v": 0.5,
+    assert wire.describe(Sneaky(2.5), np, budget) == {"t": "float", "v": 2.5, "cls": wire._qualname(Sneaky)}
+    assert wire.describe(Count(7), np, budget)["v"] == 7
+    assert wire.describe(np.float32(0.5), np, budget) == {"t": "npscalar", "dtype": "float32", "v": 0.5,
                                                             "cls": "numpy.float32"}
-    assert runner.describe(np.array(3.0), np, budget)["shape"] == []
-    assert runner.describe(np.zeros(10**6 + 5), np, [10**6])["t"] == "toolarge"
-    assert runner.describe(object(), np, budget)["t"] == "object"
-    nested = runner.describe((np.arange(3.0), [1, 2.0]), np, budget)
+    assert wire.describe(np.array(3.0), np, budget)["shape"] == []
+    assert wire.describe(np.zeros(10**6 + 5), np, [10**6])["t"] == "toolarge"
+    assert wire.describe(object(), np, budget)["t"] == "object"
+    nested = wire.describe((np.arange(3.0), [1, 2.0]), np, budget)
     assert [i["t"] for i in nested["items"]] == ["ndarray", "list"]
 
 

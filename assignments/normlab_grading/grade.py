@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import contextlib
 import csv
 import fcntl
 import hashlib
-import io
 import json
 import multiprocessing
 import os
@@ -41,12 +39,12 @@ import sys
 import time
 from pathlib import Path
 
-from normlab_grading import hidden_checks, inert, review, sandbox, structure
+from normlab_grading import draws, graded_core, hidden_checks, inert, review, sandbox, structure
+from normlab_grading.data import visible_data
 
 NOTEBOOK = "exercises"
 STAGED = ".staged"       # what nbgrader reads in place of submitted/ (the rebuilt notebook, with its outputs)
-GRADER_FILES = ("grade.py", "hidden_checks.py", "runner.py", "sandbox.py", "structure.py", "review.py",
-                "feedback.py", "inert.py", "limits.py")
+PACKAGE = Path(__file__).resolve().parent
 
 
 # --- text a student chose, on a terminal and in a spreadsheet -----------------------------------------------
@@ -79,6 +77,22 @@ def limits_from(config) -> sandbox.Limits:
     return sandbox.Limits.from_config(section)
 
 
+def secret_from(config) -> str | None:
+    """The course secret that makes the hidden inputs differ per student (`c.NormlabGrading.student_secret`)."""
+    if "NormlabGrading" in config and config.NormlabGrading.get("student_secret"):
+        return str(config.NormlabGrading.student_secret)
+    return None
+
+
+def student_plans(context, check_ids, secret: str | None, student: str, shared: dict) -> dict:
+    """The plans of one student's check cells: `shared` (built once, for the course seed) without a secret;
+    with one, plans on that student's own hidden inputs (draws.student_seed)."""
+    if not secret:
+        return shared
+    seed = draws.student_seed(context.seed, secret, student)
+    return hidden_checks.plans(hidden_checks.Context(seed=seed, data=context.data), check_ids)
+
+
 def seed_from(config) -> int:
     if "NormlabGrading" in config and "seed" in config.NormlabGrading:
         return int(config.NormlabGrading.seed)
@@ -93,15 +107,29 @@ def _hash_files(paths) -> str:
     return h.hexdigest()
 
 
-def grader_fingerprint(course: Path, assignment: str, unsafe: bool) -> str:
+def _sources(package: Path) -> list[Path]:
+    """Every Python file of a package, its subpackages included, in a fixed order."""
+    return sorted((p for p in package.rglob("*.py") if "__pycache__" not in p.parts),
+                  key=lambda p: p.relative_to(package).as_posix())
+
+
+def grader_files(package: Path = PACKAGE) -> list[Path]:
+    """The files of the grader: every Python file of this package, found by listing it (a new module counts
+    without being named anywhere)."""
+    return _sources(package)
+
+
+def grader_fingerprint(course: Path, assignment: str, unsafe: bool, package: Path = PACKAGE) -> str:
     """Changes whenever anything that could change a grade changes: the grading code, the course
     configuration, the released notebook, normlab_core, and whether a sandbox is used."""
-    here = Path(__file__).resolve().parent
-    parts = [here / f for f in GRADER_FILES] + [course / "nbgrader_config.py",
-                                                course / "release" / assignment / f"{NOTEBOOK}.ipynb"]
-    core = sandbox.core_package()
-    parts += sorted(core.glob("*.py"))
-    return _hash_files(parts) + ("-unsafe" if unsafe else "")
+    h = hashlib.sha256()
+    for root, files in ((package, grader_files(package)), (sandbox.core_package(), _sources(sandbox.core_package()))):
+        for path in files:
+            h.update(os.fsencode(path.relative_to(root).as_posix()) + b"\0")
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    h.update(_hash_files([course / "nbgrader_config.py", course / "release" / assignment / f"{NOTEBOOK}.ipynb"])
+             .encode())
+    return h.hexdigest() + ("-unsafe" if unsafe else "")
 
 
 def submission_fingerprint(folder: Path) -> str:
@@ -120,6 +148,7 @@ class Worker:
         self.check_ids = ids
         self.context = hidden_checks.Context(seed=seed, data=visible_data(self.release))
         self.plans = hidden_checks.plans(self.context, ids)
+        self.secret = secret_from(load_config(course))
 
     def grade(self, student: str) -> dict:
         start = time.monotonic()
@@ -147,7 +176,8 @@ class Worker:
         cells = [{"index": i, "source": c["source"]} for i, c in enumerate(restored.cells)
                  if c.get("cell_type") == "code"]
         present = [structure.grade_id(c) for c in restored.cells if structure.is_check(c)]
-        plans = {gid: self.plans[gid] for gid in present if gid in self.plans}
+        mine = student_plans(self.context, self.check_ids, self.secret, student, self.plans)
+        plans = {gid: mine[gid] for gid in present if gid in mine}
         budget = self.limits.check_seconds
         files, left_out = own_files(folder)
         if left_out:
@@ -156,10 +186,6 @@ class Worker:
                                      sandbox=not self.unsafe, assignment=self.assignment, concurrent=self.jobs,
                                      files=files)
         verdicts = {gid: hidden_checks.judge(plan, run.groups.get(gid), budget) for gid, plan in plans.items()}
-        for gid in present:
-            if gid not in plans:
-                result["review"].append(f"check cell {gid} has no outside judge: its score comes from the "
-                                        "student's own kernel")
         if run.status != "ok":
             what = {"died": "kernel died", "timeout": "timeout", "tampered": "tampering"}[run.status]
             result["status"] = f"FAILED: {what}: {run.reason}"
@@ -205,18 +231,6 @@ def own_files(folder: Path) -> tuple[list, list]:
 def _timed(result: dict, start: float) -> dict:
     result["seconds"] = round(time.monotonic() - start, 3)
     return result
-
-
-def visible_data(release: dict) -> dict:
-    """Run the release's locked code cells that are not checks (setup and data cells) in this process: their
-    variables are the public inputs the visible cases use (instructor's code, never a student's)."""
-    ns: dict = {"__name__": "__main__"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        for cell in release["cells"]:
-            if cell.get("cell_type") == "code" and structure.is_locked(cell) and not structure.is_check(cell):
-                source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-                exec(compile(source, f"<release cell {structure.grade_id(cell)}>", "exec"), ns)  # noqa: S102
-    return ns
 
 
 # --- the graded notebook -----------------------------------------------------------------------------------
@@ -510,6 +524,11 @@ def grade(course: Path, args) -> int:
     if not release.is_file():
         print(f"no release at {release}: run `nbgrader generate_assignment {assignment}` (make release) first")
         return 2
+    try:
+        hidden_checks.require_plans(structure.load(release), f"the release {release}")
+    except hidden_checks.Unplanned as exc:
+        print(f"Cannot grade: {exc}. Without a plan such a cell could only be scored by the student's own kernel.")
+        return 2
     folders = sorted(p for p in (course / "submitted").glob(f"*/{assignment}") if p.is_dir())
     students = [p.parent.name for p in folders]
     if not students:
@@ -569,6 +588,8 @@ def grade(course: Path, args) -> int:
           + ("" if unsafe else ", each in a bubblewrap sandbox"))
 
     shutil.rmtree(course / STAGED, ignore_errors=True)
+    if todo and not unsafe:
+        graded_core.graded_copy(sandbox.core_package())   # built once, before the workers are forked
     seed = seed_from(config)
     timings = []
     phases: dict = {}

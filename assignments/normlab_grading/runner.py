@@ -1,13 +1,15 @@
 """Runs one submission inside the sandbox: its cells, then calls of its functions on the grader's inputs.
 
-This file is the only piece of the grading code that the sandbox can see (bound read-only), and it holds
-nothing worth reading: no reference, no expected value, no seed. It uses only the standard library, IPython
+This file and `wire.py` (the format of what crosses the boundary) are the only pieces of the grading code that
+the sandbox can see (bound read-only), and they hold nothing worth reading: no reference, no expected value,
+no seed. It uses only the standard library, IPython
 and NumPy. The grader (`normlab_grading.sandbox`) starts it and talks to it over three file descriptors:
 
 - fd 0 (from the grader): one JSON line with the notebook's code cells and the limits; later, once the cells
   have run, one JSON line with the calls to make (`groups`: for each check cell, the functions to call on
   which inputs, or the names to read);
-- fd 3 (to the grader): one JSON record per line: `ready`, then one `cell` record per code cell (its outputs,
+- fd 3 (to the grader): one JSON record per line (the format of every record, input and value is
+  `normlab_grading.wire`, which the grader imports too): `ready`, then one `cell` record per code cell (its outputs,
   nbformat-shaped, with text cut at the cap), `cells-done`, one `group` record per check cell (what each call
   returned, described as plain data), and `done`;
 - fds 1 and 2: anything written straight to them (not through `print`) lands in the grader's log only.
@@ -29,25 +31,23 @@ import time
 import types
 import warnings
 
+from normlab_grading import wire
+from normlab_grading.wire import describe, make_value
+
 # References taken before any student code runs (the student can rebind module attributes, not these names).
 _write = os.write
 _read = os.read
 _dumps = json.dumps
-_loads = json.loads
 _monotonic = time.monotonic
 _setitimer = signal.setitimer
-_INT, _FLOAT, _STR, _BOOL, _TUPLE, _LIST, _DICT = int, float, str, bool, tuple, list, dict
-_int_value = int.__int__
-_float_value = float.__float__
-_str_value = str.__str__
-_tuple_len, _tuple_item = tuple.__len__, tuple.__getitem__
-_list_len, _list_item = list.__len__, list.__getitem__
+_STR, _LIST, _DICT = str, list, dict
 _type = type
 _isinstance = isinstance
 _import_module = importlib.import_module
+_encode_line, _decode_line, _group_record = wire.encode_line, wire.decode_line, wire.group_record
 
 RESULT_FD = [3]  # the grader says which descriptor it passed (the first line of fd 0)
-MAX_ITEMS = 2_000_000  # numbers described per returned value; larger answers are reported as too large
+MAX_ITEMS = wire.MAX_ITEMS
 
 
 class _Stopped(BaseException):
@@ -55,8 +55,7 @@ class _Stopped(BaseException):
 
 
 def emit(record: dict) -> None:
-    data = (_dumps(record, allow_nan=True, separators=(",", ":")) + "\n").encode("utf-8", "backslashreplace")
-    view = memoryview(data)
+    view = memoryview(_encode_line(record))
     while view:
         n = _write(RESULT_FD[0], view)
         view = view[n:]
@@ -71,7 +70,7 @@ def read_line() -> dict:
         chunks.append(chunk)
         if chunk.endswith(b"\n"):
             break
-    return _loads(b"".join(chunks).decode("utf-8"))
+    return _decode_line(b"".join(chunks))
 
 
 # --- privileges and limits ---------------------------------------------------------------------------------
@@ -307,63 +306,6 @@ def run_cells(shell, job: dict) -> None:
               "elapsed": round(elapsed, 3), "execution_count": shell.execution_count - 1})
 
 
-# --- describing answers as plain data ----------------------------------------------------------------------
-
-def _qualname(t) -> str:
-    return f"{getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', getattr(t, '__name__', '?'))}"
-
-
-def describe(value, np, budget: list, depth: int = 0):
-    """`value` as JSON-ready plain data, reading it through the built-in types' own methods."""
-    t = _type(value)
-    if depth > 6:
-        return {"t": "deep"}
-    if value is None:
-        return {"t": "none"}
-    if t is _BOOL:
-        return {"t": "bool", "v": value is True}
-    if _isinstance(value, _INT):
-        out = {"t": "int", "v": _int_value(value)}
-    elif _isinstance(value, _FLOAT):
-        out = {"t": "float", "v": _float_value(value)}
-    elif _isinstance(value, _STR):
-        out = {"t": "str", "v": _str_value(value)[:2000]}
-    elif np is not None and _isinstance(value, np.ndarray):
-        arr = np.ndarray.view(value, np.ndarray)
-        out = {"t": "ndarray", "dtype": _STR(arr.dtype), "shape": [_int_value(n) for n in arr.shape]}
-        if arr.size > budget[0]:
-            return {"t": "toolarge", "size": _int_value(arr.size)}
-        budget[0] -= arr.size
-        if arr.dtype.kind in "biuf":
-            out["data"] = np.ndarray.tolist(np.ndarray.ravel(np.ndarray.astype(arr, np.float64)))
-        elif arr.dtype.kind == "O":
-            out["items"] = [describe(v, np, budget, depth + 1) for v in np.ndarray.tolist(np.ndarray.ravel(arr))]
-    elif np is not None and _isinstance(value, np.generic):
-        dtype = np.dtype(t)
-        out = {"t": "npscalar", "dtype": _STR(dtype)}
-        if dtype.kind in "biu":
-            out["v"] = _int_value(np.ndarray.item(np.asarray(value).reshape(())))
-        elif dtype.kind == "f":
-            out["v"] = _float_value(np.ndarray.item(np.asarray(value, dtype=np.float64).reshape(())))
-    elif _isinstance(value, _TUPLE):
-        n = _tuple_len(value)
-        items = [describe(_tuple_item(value, i), np, budget, depth + 1) for i in range(min(n, 64))]
-        out = {"t": "tuple", "items": items, "len": n}
-    elif _isinstance(value, _LIST):
-        n = _list_len(value)
-        if n > budget[0]:
-            return {"t": "toolarge", "size": n}
-        budget[0] -= n
-        out = {"t": "list", "items": [describe(_list_item(value, i), np, budget, depth + 1) for i in range(n)]}
-    elif _isinstance(value, types.FunctionType):
-        out = {"t": "function"}
-    else:
-        out = {"t": "object"}
-    if t.__module__ != "builtins" or out["t"] == "object":
-        out["cls"] = _qualname(t)
-    return out
-
-
 # --- the calls the grader asks for ------------------------------------------------------------------------
 
 _TRIPWIRES: dict = {}
@@ -458,37 +400,16 @@ def _spoiled_code(fn, factor: float, asarray):
                         co_firstlineno=original.co_firstlineno)
 
 
-def make_value(spec, np):
-    """An input from the grader's plain-data description."""
-    if _isinstance(spec, _DICT):
-        if "array" in spec:
-            return np.array(spec["array"], dtype=np.float64).reshape(spec["shape"])
-        if "function" in spec:
-            return FUNCTIONS[spec["function"]](np)
-        if "tuple" in spec:
-            return _TUPLE(make_value(v, np) for v in spec["tuple"])
-        raise ValueError(f"unknown input {spec!r}")
-    if _isinstance(spec, _LIST):
-        return [make_value(v, np) for v in spec]
-    return spec
-
-
-FUNCTIONS = {
-    "sin": lambda np: (lambda v: np.sin(v)),
-    "square": lambda np: (lambda v: v * v),
-    "cube": lambda np: (lambda v: v * v * v),
-    "scaled": lambda np: (lambda v: v * (v * v).sum()),
-}
-
-
 def run_groups(ns: dict, request: dict, np, send=None) -> None:
     """Make the calls of every group (check cell) on the functions in `ns`; send one record per group."""
     send = send or emit
+    _close_cells_only()
     alarm = Alarm(_Stopped)
     saved = sys.stdout, sys.stderr
     for group in request["groups"]:
         results: list = []
         tripped: list = []
+        called_before = len(_stub_calls())
         budget = float(group["budget"])
         start = _monotonic()
         stopped = False
@@ -510,10 +431,31 @@ def run_groups(ns: dict, request: dict, np, send=None) -> None:
         finally:
             alarm.stop()
             sys.stdout, sys.stderr = saved
-        send({"group": group["id"], "results": results, "tripped": tripped, "stopped": stopped,
-              "finished": len(results), "total": len(calls), "elapsed": round(_monotonic() - start, 3),
-              "printed": sink.total})
+        tripped += _stubs_called(group, called_before)
+        send(_group_record(group["id"], results, tripped, stopped, len(calls), _monotonic() - start, sink.total))
     alarm.close()
+
+
+def _close_cells_only() -> None:
+    """In the graded copy of normlab_core, what only the cells may use (numerical_gradient) is a stub from now on."""
+    try:
+        _import_module("normlab_core._absent").CELLS[0] = False
+    except Exception:  # noqa: BLE001, S110 - the real library (no sandbox): nothing to close
+        pass
+
+
+def _stub_calls() -> list:
+    """The calls of the graded copy of normlab_core's stubs so far (none outside the sandbox)."""
+    absent = sys.modules.get("normlab_core._absent")
+    called = getattr(absent, "CALLED", None)
+    return called if _isinstance(called, _LIST) else []
+
+
+def _stubs_called(group: dict, before: int) -> list:
+    """The stubs called during a group whose part must not use normlab_core (reported like a tripwire)."""
+    if not group.get("tripwire"):
+        return []
+    return [name for name in _stub_calls()[before:] if _isinstance(name, _STR)][:10]
 
 
 def one_call(ns, call, np, alarm, seconds):

@@ -3,8 +3,9 @@
 The sandbox (`bwrap`, Debian's package `bubblewrap`) gives the student's code a file system of its own:
 
 - read-only: the system (`/usr` and the links to it), the Python installation, the virtual environment
-  (mounted at /opt/normlab/venv), `normlab_core` (at /opt/normlab/lib) and `normlab_grading/runner.py`, the
-  one grading file that runs inside, which holds no answer;
+  (mounted at /opt/normlab/venv), the graded copy of `normlab_core` (`graded_core`: what the setup cells use,
+  no reference implementation; at /opt/normlab/lib) and `runner.py` and `wire.py`, the grading files that
+  run inside, which hold no answer;
 - writable and thrown away afterwards: an empty home folder and /tmp, each a small in-memory file system;
 - nothing else: not the course folder, its source notebooks, `normlab_grading/` (references and seeds), the
   gradebook, `submitted/` or `autograded/` (other students' work), nor the rest of the server.
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import os
 import selectors
 import shutil
@@ -35,10 +35,14 @@ import threading
 import time
 from pathlib import Path
 
+from normlab_grading import graded_core, wire
 from normlab_grading import limits as sandbox_limits
 
 HERE = Path(__file__).resolve().parent
 RUNNER = HERE / "runner.py"
+# The grading files the runner imports, bound beside normlab_core as a package of their own (no other file of
+# normlab_grading is there: the references, plans and seed stay outside).
+INSIDE_GRADING = ("__init__.py", "wire.py")
 BWRAP = "/usr/bin/bwrap"
 INSIDE_VENV = "/opt/normlab/venv"
 INSIDE_LIB = "/opt/normlab/lib"
@@ -198,8 +202,12 @@ def bwrap_command(limits: Limits, assignment: str = "work", files=(), seccomp_fd
     cmd += _system_binds() + env_binds
     # The size of the writable folders needs bubblewrap 0.7 (and a bwrap that is not setuid).
     size = ["--size", str(limits.disk_mb << 20)] if version >= (0, 7) and not _setuid_bwrap() else []
-    cmd += ["--perms", "0755", "--dir", INSIDE_LIB, "--ro-bind", str(core_package()), f"{INSIDE_LIB}/normlab_core",
+    cmd += ["--perms", "0755", "--dir", INSIDE_LIB, "--ro-bind", str(graded_core.graded_copy(core_package())),
+            f"{INSIDE_LIB}/normlab_core",
             "--ro-bind", str(RUNNER), INSIDE_RUNNER,
+            "--perms", "0755", "--dir", f"{INSIDE_LIB}/normlab_grading",
+            *[a for name in INSIDE_GRADING
+              for a in ("--ro-bind", str(HERE / name), f"{INSIDE_LIB}/normlab_grading/{name}")],
             "--proc", "/proc", "--dev", "/dev",
             *size, "--perms", "1777", "--tmpfs", "/tmp",
             "--perms", "0755", "--dir", "/home",
@@ -229,6 +237,15 @@ def unsafe_command() -> list[str]:
     """The runner without a sandbox (only with the grader's explicit unsafe flag): same limits on time,
     memory and output, but the student's code can read and write whatever the grading account can."""
     return [sys.executable, "-s", "-B", str(RUNNER)]
+
+
+def unsafe_environment() -> dict[str, str]:
+    """The environment of the runner without a sandbox: the grader's own, with the thread and plotting
+    settings of the sandbox, and this package importable (the runner imports `normlab_grading.wire`)."""
+    env = dict(os.environ, **{k: v for k, v in sandbox_environment().items()
+                              if k.startswith(("OMP", "OPENBLAS", "MKL", "MPL", "PYTHONH"))})
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
 
 
 _CHECKED: dict = {}
@@ -271,15 +288,206 @@ def rlimits(limits: Limits) -> dict:
             "FSIZE": [(limits.disk_mb * 4) << 20] * 2}
 
 
-class _Tampered(Exception):
-    pass
+class Tampered(Exception):
+    """The runner sent a record out of turn, or one that is not a record."""
+
+
+class Protocol:
+    """The grader's side of the conversation with one runner: which record may come next, and until when.
+
+    Its `state` is one of
+    - STARTING: waiting for the runner's `ready`, within `startup_seconds`;
+    - CELLS: one `cell` record per code cell, in order, each within the cell's limit, then `cells-done`;
+      then the request of calls (`request_for(cell records)`) is sent;
+    - GROUPS: one `group` record per check cell, in the request's order, each within its budget, then `end`;
+    - DONE: nothing more may come.
+    Any other record, or one out of order, raises Tampered. `where` says, in words, what is running now, and
+    `deadline` (a time.monotonic() value) is when the sandbox is stopped if the next record has not come.
+    """
+
+    STARTING, CELLS, GROUPS, DONE = "starting", "cells", "groups", "done"
+
+    def __init__(self, cells: list[dict], request_for, limits: Limits, send, start: float):
+        self.request_for, self.limits, self.send = request_for, limits, send
+        self.state = self.STARTING
+        self.expected_cells = [c["index"] for c in cells]
+        self.cell_records: dict = {}
+        self.group_records: dict = {}
+        self.request: dict | None = None
+        self.expected_groups: list = []
+        self.where = "starting Python in the sandbox"
+        self.deadline = start + limits.startup_seconds
+        self.hard_end = start + limits.submission_seconds
+
+    def _after(self, seconds: float) -> float:
+        return min(time.monotonic() + seconds + self.limits.grace_seconds, self.hard_end)
+
+    def current_limit(self) -> float:
+        """The time limit of what runs now (a cell's, or the budget of the check cell's calls)."""
+        if self.state == self.CELLS:
+            return self.limits.cell_seconds
+        n = len(self.group_records)
+        return self.request["groups"][n]["budget"] if self.request and n < len(self.expected_groups) else 0
+
+    def _expect_next(self) -> None:
+        """Set `where` and `deadline` for the record that should come next."""
+        if self.state == self.CELLS:
+            n = len(self.cell_records)
+            self.where = f"cell {self.expected_cells[n]}" if n < len(self.expected_cells) else "the end of the cells"
+            self.deadline = self._after(self.limits.cell_seconds)
+        elif self.state == self.GROUPS:
+            n = len(self.group_records)
+            self.where = f"the check {self.expected_groups[n]}" if n < len(self.expected_groups) \
+                else "the end of the checks"
+            self.deadline = self._after(self.current_limit())
+
+    def receive(self, record) -> None:
+        """Take one record from the runner (already decoded), or raise Tampered."""
+        if not isinstance(record, dict):
+            raise Tampered("a record that is not an object")
+        {self.STARTING: self._starting, self.CELLS: self._cell, self.GROUPS: self._group,
+         self.DONE: self._done}[self.state](record)
+
+    def _starting(self, record: dict) -> None:
+        if record != {"ready": True}:
+            raise Tampered("records before the runner started")
+        self.state = self.CELLS
+        self._expect_next()
+
+    def _cell(self, record: dict) -> None:
+        if "cells-done" in record:
+            if len(self.cell_records) != len(self.expected_cells) or record != {"cells-done": True}:
+                raise Tampered("the end of the cells was announced early")
+            self.state = self.GROUPS
+            self.request = self.request_for(self.cell_records)
+            self.expected_groups = [g["id"] for g in self.request["groups"]]
+            self.send(self.request)
+            self._expect_next()
+            return
+        index = record.get("cell")
+        n = len(self.cell_records)
+        if n >= len(self.expected_cells) or index != self.expected_cells[n] or not isinstance(record.get("outputs"),
+                                                                                               list):
+            raise Tampered(f"an unexpected cell record ({str(index)[:40]})")
+        self.cell_records[index] = record
+        self._expect_next()
+
+    def _group(self, record: dict) -> None:
+        if "end" in record:
+            if len(self.group_records) != len(self.expected_groups) or record != {"end": True}:
+                raise Tampered("the end of the checks was announced early")
+            self.state = self.DONE
+            return
+        gid = record.get("group")
+        n = len(self.group_records)
+        if n >= len(self.expected_groups) or gid != self.expected_groups[n] or not isinstance(record.get("results"),
+                                                                                              list):
+            raise Tampered(f"an unexpected check record ({str(gid)[:40]})")
+        self.group_records[gid] = record
+        self._expect_next()
+
+    def _done(self, record: dict) -> None:
+        raise Tampered("records after the end")
+
+    def timeout_reason(self, now: float) -> str:
+        """Why the sandbox is stopped at its deadline, in a sentence."""
+        if self.state == self.STARTING:
+            return f"the sandbox did not start within {self.limits.startup_seconds:g} s"
+        if now >= self.hard_end:
+            return f"the submission used up its {self.limits.submission_seconds:g} s"
+        return (f"{self.where} ignored the interrupt at its time limit of {self.current_limit():g} s and was stopped "
+                f"{self.limits.grace_seconds:g} s later")
+
+
+class Channel:
+    """The records on the runner's descriptor, split into lines and decoded; what the sandbox writes to its
+    stdout and stderr goes to the log (cut at log_cap)."""
+
+    def __init__(self, read_fd: int, proc, limits: Limits):
+        self.read_fd, self.limits = read_fd, limits
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(read_fd, selectors.EVENT_READ, "records")
+        self.sel.register(proc.stdout, selectors.EVENT_READ, "log")
+        self.sel.register(proc.stderr, selectors.EVENT_READ, "log")
+        self.log = bytearray()
+        self.log_total = 0
+        self.buffer = bytearray()
+        self.received = 0
+        self.closed = False     # the runner's end of the records was closed
+
+    def lines(self, timeout: float) -> list:
+        """The whole lines of records that arrived within `timeout` seconds."""
+        out = []
+        for key, _ in self.sel.select(timeout=timeout):
+            if key.data == "log":
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    self.sel.unregister(key.fileobj)
+                    continue
+                self.log_total += len(chunk)
+                if len(self.log) < self.limits.log_cap:
+                    self.log += chunk[: self.limits.log_cap - len(self.log)]
+                continue
+            chunk = os.read(self.read_fd, 1 << 20)
+            if not chunk:
+                self.sel.unregister(self.read_fd)
+                self.closed = True
+                continue
+            self.received += len(chunk)
+            if self.received > self.limits.channel_cap:
+                raise Tampered(f"more than {self.limits.channel_cap:,} bytes of records")
+            self.buffer += chunk
+            while b"\n" in self.buffer:
+                line, _, rest = bytes(self.buffer).partition(b"\n")
+                self.buffer = bytearray(rest)
+                out.append(line)
+        return out
+
+    def text(self) -> str:
+        text = self.log.decode("utf-8", "replace")
+        if self.log_total > len(self.log):
+            text += f"\n[log cut: the sandbox wrote {self.log_total:,} bytes straight to its stdout/stderr]\n"
+        return text
+
+    def close(self) -> None:
+        self.sel.close()
+        os.close(self.read_fd)
+
+
+def _decode(line: bytes):
+    try:
+        record = wire.decode_line(line)
+    except RecursionError:
+        raise Tampered("a record nested too deeply") from None
+    except ValueError:
+        raise Tampered("a line that is not a record") from None
+    try:
+        return _plain(record)
+    except ValueError as exc:
+        raise Tampered(f"a record {exc}") from None
+
+
+def _sender(proc):
+    def send(obj) -> None:
+        data = wire.encode_line(obj)
+
+        def write():
+            try:
+                proc.stdin.write(data)
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+
+        threading.Thread(target=write, daemon=True).start()
+
+    return send
 
 
 def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: bool = True,
                    assignment: str = "work", concurrent: int = 1, files=()) -> Run:
     """Run the code cells (`[{"index": i, "source": ...}]`) in a fresh sandbox, then the calls that
-    `request_for(cell_records)` returns (a dict with `groups`, each with an `id`, a `budget` in seconds, the
-    normlab_core modules to trip on, and its `calls`). Returns what came back, checked against the protocol."""
+    `request_for(cell_records)` returns (a `wire.request` of groups, each with an `id`, a `budget` in seconds,
+    the normlab_core modules to trip on, and its `calls`). Returns what came back, checked by `Protocol`."""
     start = time.monotonic()
     program, no_filter = sandbox_limits.seccomp_filter() if sandbox else (None, "")
     filter_file = sandbox_limits.filter_file(program) if program else None
@@ -304,8 +512,7 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
     # The runner sets its own limits (memory, CPU time, file sizes, open files, processes) before any
     # student code runs; bubblewrap itself is not limited, but it runs in the cgroup from its start.
     job["rlimits"] = rlimits(limits)
-    env = None if sandbox else dict(os.environ, **{k: v for k, v in sandbox_environment().items()
-                                                   if k.startswith(("OMP", "OPENBLAS", "MKL", "MPL", "PYTHONH"))})
+    env = None if sandbox else unsafe_environment()
     passed = (write_fd,) + ((filter_file.fileno(),) if filter_file else ())
     try:
         if sandbox and privileged():
@@ -325,151 +532,26 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
         if filter_file:
             filter_file.close()
 
-    def send(obj) -> None:
-        data = (json.dumps(obj, allow_nan=True) + "\n").encode()
-
-        def write():
-            try:
-                proc.stdin.write(data)
-                proc.stdin.flush()
-            except (BrokenPipeError, OSError, ValueError):
-                pass
-
-        threading.Thread(target=write, daemon=True).start()
-
+    send = _sender(proc)
     send(job)
-    sel = selectors.DefaultSelector()
-    sel.register(read_fd, selectors.EVENT_READ, "records")
-    sel.register(proc.stdout, selectors.EVENT_READ, "log")
-    sel.register(proc.stderr, selectors.EVENT_READ, "log")
-    log = bytearray()
-    log_total = 0
-    buffer = bytearray()
-    received = 0
-    cell_records: dict = {}
-    group_records: dict = {}
-    expected_cells = [c["index"] for c in cells]
-    expected_groups: list = []
-    request = None
-    stage = "ready"
-    where = "starting Python in the sandbox"
-    deadline = start + limits.startup_seconds
-    hard_end = start + limits.submission_seconds
+    protocol = Protocol(cells, request_for, limits, send, start)
+    channel = Channel(read_fd, proc, limits)
     status, reason = "ok", ""
-    open_streams = 3
-
-    def next_deadline(seconds: float) -> float:
-        return min(time.monotonic() + seconds + limits.grace_seconds, hard_end)
-
-    def handle(record: dict) -> None:
-        nonlocal stage, where, deadline, request, expected_groups
-        if not isinstance(record, dict):
-            raise _Tampered("a record that is not an object")
-        if stage == "ready":
-            if record != {"ready": True}:
-                raise _Tampered("records before the runner started")
-            stage = "cells"
-        elif stage == "cells":
-            if "cells-done" in record:
-                if len(cell_records) != len(expected_cells) or record != {"cells-done": True}:
-                    raise _Tampered("the end of the cells was announced early")
-                stage = "groups"
-                request = request_for(cell_records)
-                expected_groups = [g["id"] for g in request["groups"]]
-                send(request)
-                if expected_groups:
-                    where = f"the check {expected_groups[0]}"
-                    deadline = next_deadline(request["groups"][0]["budget"])
-                else:
-                    deadline = next_deadline(0)
-                return
-            index = record.get("cell")
-            if len(cell_records) >= len(expected_cells) or index != expected_cells[len(cell_records)] \
-                    or not isinstance(record.get("outputs"), list):
-                raise _Tampered(f"an unexpected cell record ({str(index)[:40]})")
-            cell_records[index] = record
-        elif stage == "groups":
-            if "end" in record:
-                if len(group_records) != len(expected_groups) or record != {"end": True}:
-                    raise _Tampered("the end of the checks was announced early")
-                stage = "done"
-                return
-            gid = record.get("group")
-            if len(group_records) >= len(expected_groups) or gid != expected_groups[len(group_records)] \
-                    or not isinstance(record.get("results"), list):
-                raise _Tampered(f"an unexpected check record ({str(gid)[:40]})")
-            group_records[gid] = record
-        else:
-            raise _Tampered("records after the end")
-        if stage == "cells":
-            n = len(cell_records)
-            where = f"cell {expected_cells[n]}" if n < len(expected_cells) else "the end of the cells"
-            deadline = next_deadline(limits.cell_seconds)
-        elif stage == "groups":
-            n = len(group_records)
-            if n < len(expected_groups):
-                where = f"the check {expected_groups[n]}"
-                deadline = next_deadline(request["groups"][n]["budget"])
-            else:
-                where = "the end of the checks"
-                deadline = next_deadline(0)
-
     try:
-        while stage != "done":
+        while protocol.state != Protocol.DONE:
             now = time.monotonic()
-            if now > deadline:
-                status = "timeout"
-                if stage == "ready":
-                    reason = f"the sandbox did not start within {limits.startup_seconds:g} s"
-                elif now >= hard_end:
-                    reason = f"the submission used up its {limits.submission_seconds:g} s"
-                else:
-                    limit = limits.cell_seconds if stage == "cells" else (
-                        request["groups"][len(group_records)]["budget"] if len(group_records) < len(expected_groups)
-                        else 0)
-                    reason = (f"{where} ignored the interrupt at its time limit of {limit:g} s and was stopped "
-                              f"{limits.grace_seconds:g} s later")
+            if now > protocol.deadline:
+                status, reason = "timeout", protocol.timeout_reason(now)
                 break
-            events = sel.select(timeout=max(0.0, min(deadline - now, 1.0)))
-            for key, _ in events:
-                if key.data == "log":
-                    chunk = os.read(key.fd, 1 << 16)
-                    if not chunk:
-                        sel.unregister(key.fileobj)
-                        open_streams -= 1
-                        continue
-                    log_total += len(chunk)
-                    if len(log) < limits.log_cap:
-                        log += chunk[: limits.log_cap - len(log)]
-                    continue
-                chunk = os.read(read_fd, 1 << 20)
-                if not chunk:
-                    sel.unregister(read_fd)
-                    open_streams -= 1
-                    if stage != "done":
-                        raise EOFError
-                    continue
-                received += len(chunk)
-                if received > limits.channel_cap:
-                    raise _Tampered(f"more than {limits.channel_cap:,} bytes of records")
-                buffer += chunk
-                while b"\n" in buffer and stage != "done":
-                    line, _, rest = bytes(buffer).partition(b"\n")
-                    buffer = bytearray(rest)
-                    try:
-                        record = json.loads(line)
-                    except ValueError:
-                        raise _Tampered("a line that is not a record") from None
-                    except RecursionError:
-                        raise _Tampered("a record nested too deeply") from None
-                    try:
-                        record = _plain(record)
-                    except ValueError as exc:
-                        raise _Tampered(f"a record {exc}") from None
-                    handle(record)
-                if stage == "done" and buffer.strip():
-                    raise _Tampered("records after the end")
-    except _Tampered as exc:
+            for line in channel.lines(max(0.0, min(protocol.deadline - now, 1.0))):
+                if protocol.state == Protocol.DONE:
+                    raise Tampered("records after the end")
+                protocol.receive(_decode(line))
+            if protocol.state == Protocol.DONE and channel.buffer.strip():
+                raise Tampered("records after the end")
+            if channel.closed and protocol.state != Protocol.DONE:
+                raise EOFError
+    except Tampered as exc:
         status, reason = "tampered", f"the notebook interfered with the grader's channel: {exc}"
     except EOFError:
         status = "died"
@@ -481,7 +563,7 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
                 code = None
         how = (f"killed by signal {-code}" if code is not None and code < 0 else
                f"exit status {code}" if code is not None else "still running")
-        reason = f"the notebook's Python process ended during {where} ({how})"
+        reason = f"the notebook's Python process ended during {protocol.where} ({how})"
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -494,16 +576,12 @@ def run_submission(cells: list[dict], request_for, limits: Limits, *, sandbox: b
                     stream.close()
             except OSError:
                 pass
-        sel.close()
-        os.close(read_fd)
+        channel.close()
         hits = release(group, limits)
     if hits and status == "died":
         reason += ": " + "; ".join(hits)
-    text = log.decode("utf-8", "replace")
-    if log_total > len(log):
-        text += f"\n[log cut: the sandbox wrote {log_total:,} bytes straight to its stdout/stderr]\n"
-    return Run(cells=cell_records, groups=group_records, status=status, reason=reason,
-               where=where if status != "ok" else "", log=text, seconds=time.monotonic() - start,
+    return Run(cells=protocol.cell_records, groups=protocol.group_records, status=status, reason=reason,
+               where=protocol.where if status != "ok" else "", log=channel.text(), seconds=time.monotonic() - start,
                confinement=confinement, hits=hits)
 
 
