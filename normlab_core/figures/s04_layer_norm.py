@@ -6,13 +6,12 @@ import math
 import warnings
 
 import numpy as np
-from matplotlib.ticker import EngFormatter
 
 from ..examples import VECTOR_A
 from ..interactive import Explorable, Preset, Slider, number, scalar, vector
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, label, panels
+from .style import COLORS, label, panels, value_formatter
 
 OUT_LIM = 5.0
 
@@ -30,7 +29,7 @@ def setup(fig, *, narrow, x, eps=None):
     idx = np.arange(x.size)
     (line_in,) = ax_in.plot(idx, x - x.mean(), "o-", color=COLORS["input"])
     ax_in.axhline(0, color="0.6", lw=0.8)
-    ax_in.yaxis.set_major_formatter(EngFormatter(sep="\N{THIN SPACE}"))
+    ax_in.yaxis.set_major_formatter(value_formatter())   # plain numbers: no SI prefix
     stats_in = ax_in.text(0.02, 0.96, "", transform=ax_in.transAxes, va="top")
     (line_out,) = ax_out.plot(idx, x - x.mean(), "o-", color=COLORS["layer_norm"], label="LayerNorm(x)")
     (band_hi,) = ax_out.plot([-0.3, x.size - 0.7], [1, 1], "--", color="0.45", lw=1, label=r"$\beta \pm \gamma$")

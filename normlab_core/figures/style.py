@@ -11,6 +11,7 @@ import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 # Okabe-Ito palette (colour-blind safe); each concept keeps its colour in every figure of the book.
 COLORS = {
@@ -31,6 +32,8 @@ WIDTH_IN = 7.2
 HEIGHT_IN = 3.3
 NARROW_IN = 3.3    # the narrow layout (screens up to 600 px): 297 CSS px wide, panels stacked
 SHARPNESS = 2      # explorable frames are drawn at DPI * SHARPNESS, for sharp screens
+FIGURE_SHARPNESS = 2.5   # the book's static figures: at least 2x on screen and 240 ppi in print (648 px = 6.75 in)
+NARROW_SHARPNESS = 3     # their phone drawings, for phones' 3x screens
 SMALLEST = 8.0     # points: no text is smaller (10 CSS px at the figure's own size, 9 px on a 270 px column)
 
 RC = {
@@ -97,6 +100,12 @@ def panels(fig, narrow: bool, n: int = 2, ratios=None):
     if narrow:
         return fig.subplots(n, 1, height_ratios=ratios, squeeze=False).ravel()
     return fig.subplots(1, n, width_ratios=ratios, squeeze=False).ravel()
+
+
+def value_formatter(digits: int = 3) -> FuncFormatter:
+    """Tick labels of a value axis written as the book writes numbers (0.04, 4e-5, 2e4): never an SI prefix,
+    whose "40 m" would read as metres."""
+    return FuncFormatter(lambda v, _pos: number(v, digits))
 
 
 def figure_png(fig: Figure, dpi: float | None = None) -> bytes:
