@@ -187,3 +187,22 @@ def test_value_axes_write_plain_numbers_without_si_prefixes(name, values):
         assert any(t.strip() for t in ticks), name
         prefixed = [t for t in ticks if SI_PREFIXED.search(t.replace("\N{THIN SPACE}", " ").strip())]
         assert not prefixed, f"{name} at {values}: tick labels {prefixed}"
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_the_stream_of_figure_23_5_runs_unbroken_into_every_layer(narrow):
+    """Between one layer's top and the next layer's branch point the residual stream is drawn: no gap below
+    "layer 2" (the pixels along the trunk there are all line, none background)."""
+    from normlab_core.figures import diagrams
+
+    fig = pre_post_wiring(3, narrow=narrow)
+    fig.canvas.draw()
+    rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(float) / 255
+    height = rgb.shape[0]
+    for ax in fig.axes:
+        for layer in (1, 2):
+            y0 = diagrams.BOTTOM + layer * diagrams.LAYER_H
+            (x, top), (_, bottom) = ax.transData.transform([(diagrams.TRUNK_X, y0 + 0.3),
+                                                            (diagrams.TRUNK_X, y0 - 0.15)])
+            column = rgb[round(height - top):round(height - bottom), round(x)]
+            assert column.size > 3 and column.max(axis=1).max() < 0.75, (narrow, layer, column.max(axis=1).round(2))
