@@ -104,8 +104,8 @@ def panels(fig, narrow: bool, n: int = 2, ratios=None):
 
 def value_formatter(digits: int = 3) -> FuncFormatter:
     """Tick labels of a value axis written as the book writes numbers (0.04, 4e-5, 2e4): never an SI prefix,
-    whose "40 m" would read as metres."""
-    return FuncFormatter(lambda v, _pos: number(v, digits))
+    whose "40 m" would read as metres; a minus sign, as on the book's other axes."""
+    return FuncFormatter(lambda v, _pos: number(v, digits).replace("-", "\N{MINUS SIGN}"))   # as matplotlib's
 
 
 def figure_png(fig: Figure, dpi: float | None = None) -> bytes:
