@@ -59,7 +59,7 @@ def draw(art, x, eps, gamma, beta):
     ratio = var / (var + eps) if var + eps > 0 else math.nan
     if caught:  # only the 0/0 case warns
         art["line_out"].set_ydata(np.full(x.size, np.nan))
-        note, out = "variance 0 and eps 0:\nevery output is 0/0 = NaN (nothing to draw)", "NaN: every component is 0/0"
+        note, out = "variance 0 and eps 0:\nevery output is 0/0 = NaN\n(nothing to draw)", "NaN: every component is 0/0"
         shows = "every output is NaN (0/0), so nothing is drawn on the right"
     else:
         art["line_out"].set_ydata(np.clip(y, -OUT_LIM, OUT_LIM))
