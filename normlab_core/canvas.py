@@ -28,6 +28,8 @@ WIDTH_IN = 7.2
 HEIGHT_IN = 3.3
 NARROW_IN = 3.3    # the narrow layout (screens up to 600 px): 297 CSS px wide, panels stacked
 SHARPNESS = 2      # explorable frames are drawn at DPI * SHARPNESS, for sharp screens
+FIGURE_SHARPNESS = 2.5   # the book's static figures: at least 2x on screen and 240 ppi in print (648 px = 6.75 in)
+NARROW_SHARPNESS = 3     # their phone drawings, for phones' 3x screens
 SMALLEST = 8.0     # points: no text is smaller (10 CSS px at the figure's own size, 9 px on a 270 px column)
 
 RC = {

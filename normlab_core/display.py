@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from ._threads import single_blas_thread
-from .canvas import DPI, SHARPNESS, figure_png
+from .canvas import DPI, FIGURE_SHARPNESS, NARROW_SHARPNESS, figure_png
 from .formatting import fmt_vector, ratio  # noqa: F401  (the notebooks take them from here)
 
 STATIC_ENV = "NORMLAB_STATIC"
@@ -101,14 +101,20 @@ def show_figure(fig, *args, alt: str | None = None, caption: str = "", **kwargs)
     draw = fig if callable(fig) else None
     if draw is None and (args or kwargs):
         raise TypeError("show_figure: arguments are for a drawing function; got a finished Figure as well")
-    png = figure_png(draw(*args, **kwargs) if draw else fig)
-    if static_mode() and draw is not None:
-        stage_narrow(png, figure_png(draw(*args, narrow=True, **kwargs), dpi=DPI * SHARPNESS))
-    if static_mode() and alt is not None:
+    book = static_mode()
+    figure = draw(*args, **kwargs) if draw else fig
+    # the book draws at FIGURE_SHARPNESS x and gives the image its CSS size (sharp screens, 240 ppi in print)
+    png = figure_png(figure, dpi=DPI * FIGURE_SHARPNESS if book else None)
+    width = round(figure.get_figwidth() * DPI)
+    if book and draw is not None:
+        stage_narrow(png, figure_png(draw(*args, narrow=True, **kwargs), dpi=DPI * NARROW_SHARPNESS))
+    if book and alt is not None:
         src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
-        display(HTML(f"<figure class='normlab-figure'><img src='{src}' alt='{html.escape(alt)}' "
-                     f"style='max-width:100%'>{cap}</figure>"))
+        display(HTML(f"<figure class='normlab-figure'><img src='{src}' alt='{html.escape(alt)}' width='{width}' "
+                     f"style='max-width:100%;height:auto'>{cap}</figure>"))
+    elif book:
+        display(Image(png, alt=alt, width=width))
     else:
         display(Image(png, alt=alt))
 

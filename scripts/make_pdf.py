@@ -14,7 +14,8 @@ are then joined (pypdf) into one file, OUT (default _build/pdf/normlab.pdf), wit
   links to (Chromium then records those elements' positions as named destinations), and links
   between pages are rewritten to those positions. Links to other sites stay web links; links to
   files of the site that are not pages (a figure's full-size image) are dropped;
-* a contents list on the first page (the landing page), with a link to every section.
+* a contents list on the first page (the landing page), with a link to every section and the page it starts on;
+* page numbers that run through the whole PDF ("n / total" at the foot of every page).
 
 The PDF is then copied into the site as SITE/normlab.pdf, and every page's header gets its PDF link
 (scripts/finish_site.py, publish_pdf): the pages are printed before the PDF exists, so until then the site
@@ -154,28 +155,46 @@ ANCHORS = """(ids) => {
   return {missing, headings};
 }"""
 
-# The landing page of the PDF gets a contents list: every section, with a link to it.
+# The landing page of the PDF gets a contents list: every section, with a link to it and the page it starts on
+# (printed first with "00" in place of each number, then again with the numbers once every page's count is known).
 CONTENTS = """(entries) => {
   const article = document.querySelector('article.bd-article') || document.body;
+  const old = document.querySelector('section.nl-pdf-contents');
+  if (old) old.remove();
   const section = document.createElement('section');
   section.className = 'nl-pdf-contents';
   section.innerHTML = '<h2 id="nl-pdf-contents">Contents</h2>';
   const list = document.createElement('ul');
   list.style.listStyle = 'none';
   list.style.paddingLeft = '0';
-  for (const [href, title] of entries) {
+  for (const [href, title, number] of entries) {
     const li = document.createElement('li'); const a = document.createElement('a');
+    li.style.display = 'flex'; li.style.gap = '0.6em';
     a.href = href; a.textContent = title; a.className = 'reference internal';
-    li.appendChild(a); list.appendChild(li);
+    const leader = document.createElement('span');
+    leader.style.flex = '1'; leader.style.borderBottom = '0.5px dotted #888'; leader.style.marginBottom = '0.35em';
+    const page = document.createElement('span');
+    page.className = 'nl-pdf-page'; page.textContent = number; page.style.fontVariantNumeric = 'tabular-nums';
+    li.append(a, leader, page); list.appendChild(li);
   }
   section.appendChild(list);
   const first = article.querySelector('h1');
   (first && first.closest('section') ? first.closest('section') : article).querySelector('h1').after(section);
 }"""
 
-FOOTER = ("<div style='font-size:7pt;color:#555;width:100%;margin:0 14mm;display:flex;"
-          "justify-content:space-between;font-family:sans-serif'><span>{title}</span>"
-          "<span><span class='pageNumber'></span> / <span class='totalPages'></span></span></div>")
+FOOTER = ("<div style='font-size:7pt;color:#555;width:100%;margin:0 14mm;font-family:sans-serif'>"
+          "<span>{title}</span></div>")
+# Page numbers run through the whole PDF: Chromium numbers each printed page from 1, so the joined PDF gets its
+# numbers from one more print, an A4 page per page of the book holding only "n / total" where Chromium's footer
+# would put it, laid over the book's pages (stamp_numbers).
+NUMBERS = """<!doctype html><html><head><style>
+  @page {{ size: A4; margin: 0; }}
+  html, body {{ margin: 0; padding: 0; }}
+  .p {{ position: relative; width: 210mm; height: 297mm; break-after: page; overflow: hidden; }}
+  .p:last-child {{ break-after: auto; }}
+  .n {{ position: absolute; right: 14mm; bottom: {bottom}; font: 7pt sans-serif; color: #555; }}
+</style></head><body>{pages}</body></html>"""
+NUMBER_BOTTOM = "5.6mm"   # the baseline of Chromium's footer line in the 16 mm bottom margin
 _H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1>", re.S)
 
 
@@ -198,6 +217,7 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
     import html as html_lib
 
     from playwright.sync_api import sync_playwright
+    from pypdf import PdfReader
 
     httpd, base = serve(site)
     problems: list[str] = []
@@ -235,12 +255,32 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
                 item["headings"] = marks["headings"]
                 if i == 0:
                     page.evaluate("() => document.documentElement.classList.add('nl-pdf-first')")
-                    page.evaluate(CONTENTS, [[base + p["name"] + ".html", p["title"]] for p in printed[1:]])
+                    page.evaluate(CONTENTS, [[base + p["name"] + ".html", p["title"], "00"] for p in printed[1:]])
                 running = BOOK_TITLE if item["title"] == BOOK_TITLE else f"{BOOK_TITLE} · {item['title']}"
                 footer = FOOTER.format(title=html_lib.escape(running))
+                item["footer"] = footer
                 page.pdf(path=str(item["file"]), format="A4", print_background=True,
                          prefer_css_page_size=True, display_header_footer=True,
                          header_template="<span></span>", footer_template=footer)
+            # the contents list again, with the page each section starts on (1 is the landing page)
+            counts = [len(PdfReader(item["file"]).pages) for item in printed]
+            starts = [1 + sum(counts[:i]) for i in range(len(printed))]
+            first = printed[0]
+            page.goto(base + first["name"] + ".html", wait_until="load", timeout=90000)
+            page.evaluate(READY)
+            page.add_script_tag(url=base + "_static/normlab-search.js")
+            page.evaluate(ANCHORS, sorted(targets[first["name"]]))
+            page.evaluate("() => document.documentElement.classList.add('nl-pdf-first')")
+            page.evaluate(CONTENTS, [[base + p["name"] + ".html", p["title"], str(n)]
+                                     for p, n in zip(printed[1:], starts[1:], strict=True)])
+            page.pdf(path=str(first["file"]), format="A4", print_background=True, prefer_css_page_size=True,
+                     display_header_footer=True, header_template="<span></span>", footer_template=first["footer"])
+            if len(PdfReader(first["file"]).pages) != counts[0]:
+                problems.append("the contents page changed its length when its page numbers were filled in")
+            total = sum(counts)
+            numbers = "".join(f"<div class='p'><span class='n'>{n} / {total}</span></div>" for n in range(1, total + 1))
+            page.set_content(NUMBERS.format(bottom=NUMBER_BOTTOM, pages=numbers))
+            page.pdf(path=str(workdir / "numbers.pdf"), format="A4", prefer_css_page_size=True)
             browser.close()
     finally:
         httpd.shutdown()
@@ -255,7 +295,7 @@ def _clean(text) -> str:
     return re.sub(r"\s+", " ", str(text).replace("#", "")).strip()
 
 
-def join(base: str, printed: list[dict], pages: list[str], out: Path) -> dict:
+def join(base: str, printed: list[dict], pages: list[str], out: Path, numbers: Path | None = None) -> dict:
     """Join the pages' PDFs into `out` with one bookmark per section (its headings below it) and links
     between pages turned into jumps inside the PDF. Returns counts for the summary line."""
     from pypdf import PdfReader, PdfWriter
@@ -273,6 +313,12 @@ def join(base: str, printed: list[dict], pages: list[str], out: Path) -> dict:
         for p in reader.pages:
             writer.add_page(p)
         item["pages"] = len(reader.pages)
+    if numbers is not None:   # the page numbers, counted through the whole PDF
+        stamps = PdfReader(numbers).pages
+        if len(stamps) != len(writer.pages):
+            raise RuntimeError(f"{len(stamps)} page numbers printed for {len(writer.pages)} pages")
+        for page, stamp in zip(writer.pages, stamps, strict=True):
+            page.merge_page(stamp)
 
     def jump(name: str, index: int, left: float, top: float | None):
         target = writer.pages[start[name] + index]
@@ -371,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="normlab-pdf-") as tmp:
             base, printed = print_pages(site, pages, Path(tmp))
-            counts = join(base, printed, pages, out)
+            counts = join(base, printed, pages, out, numbers=Path(tmp) / "numbers.pdf")
     except RuntimeError as e:
         print(f"make_pdf: {e}", file=sys.stderr)
         return 1

@@ -11,8 +11,8 @@ It also gives the book's static figures their phone layout. `normlab_core.displa
 narrow drawing as <staging>/_figures/<sha256 of the wide PNG>.png; Sphinx names the wide PNG it copies to
 _images/ by the same digest (a figure moved out of a data: URI by finish_site.light_images, by its first 20
 digits, as nl-<digits>.png). Each such <img> becomes a <picture> whose <source>, <wide name>-narrow.png beside it
-(drawn at 2x), is taken on screens up to 600 px wide, as the explorables' first frames are; wider screens and
-print keep the wide figure.
+(drawn at 3x, for phones' 3x screens), is taken on screens up to 600 px wide, as the explorables' first frames
+are; wider screens and print keep the wide figure (drawn at 2.5x, with its CSS size as its width).
 
     python scripts/place_frames.py [_build/html] [_build/nl-frames]
 """
@@ -29,7 +29,7 @@ DIR = re.compile(r'<div class="normlab-explorable"[^>]*\sdata-dir="([^"]+)"')
 SHARED = ("normlab-explorable.js", "normlab-explorable.css")
 NARROW_FIGURES = "_figures"   # as normlab_core.display.NARROW_FIGURES (this script runs without the package)
 NARROW_MEDIA = "(max-width: 600px)"   # as frontend.js's NARROW
-SHARPNESS = 2                 # narrow figures are drawn at 2x (normlab_core.canvas.SHARPNESS)
+SHARPNESS = 3                 # narrow figures are drawn at 3x (normlab_core.canvas.NARROW_SHARPNESS)
 FIGURE_IMG = re.compile(r"""<img\b[^>]*?\bsrc=(["'])((?:\.\./)*_images/(?:nl-)?([0-9a-f]{20,64})\.png)\1[^>]*>""")
 
 
@@ -72,6 +72,24 @@ def place(site: Path, staging: Path) -> tuple[int, int, list[str]]:
     return pages, placed, problems
 
 
+CSS_WIDTH = re.compile(r'\sstyle="width:\s*(\d+(?:\.\d+)?)px;?"')
+
+
+def css_size_as_attributes(img: str, png: Path) -> str:
+    """An <img> whose size Sphinx wrote as style="width: Npx" (a figure drawn at more pixels than it is shown)
+    with that size as width and height attributes instead: an inline style would also size the phone drawing of
+    the <picture> (its <source>'s width and height must win on a phone)."""
+    from PIL import Image
+
+    m = CSS_WIDTH.search(img)
+    if not m or not png.is_file():
+        return img
+    with Image.open(png) as im:
+        w, h = im.size
+    width = float(m.group(1))
+    return img[:m.start()] + f' width="{round(width)}" height="{round(h * width / w)}"' + img[m.end():]
+
+
 def narrow_figures(site: Path, staging: Path) -> int:
     """Wrap every figure <img> that has a staged narrow drawing in a <picture> offering it to phones; the number
     of figures wrapped. Idempotent: a figure already in a <picture> is left alone."""
@@ -101,8 +119,9 @@ def narrow_figures(site: Path, staging: Path) -> int:
                 w, h = (round(v / SHARPNESS) for v in im.size)
             src = m.group(2).rsplit("/", 1)[0] + "/" + name
             wrapped += 1
+            img = css_size_as_attributes(m.group(0), site / "_images" / m.group(2).rsplit("/", 1)[1])
             return (f'<picture><source media="{NARROW_MEDIA}" srcset="{src} {SHARPNESS}x" width="{w}" '
-                    f'height="{h}">{m.group(0)}</picture>')
+                    f'height="{h}">{img}</picture>')
 
         new = FIGURE_IMG.sub(wrap, text)
         if new != text:

@@ -258,3 +258,123 @@ def test_the_site_publishes_the_pdf_and_every_page_links_it(pdf):
         links = [h for h in re.findall(r'href="([^"]*)"', html[start:html.find("</div>", start)]) if h.endswith(".pdf")]
         assert links, f"{name}: no PDF link in the header"
         assert all((page.parent / h).resolve() == published.resolve() for h in links), (name, links)
+
+
+def test_page_numbers_run_through_the_whole_pdf(pdf):
+    """Every page's foot says "n / total", counted through the whole PDF (not from 1 in each section)."""
+    reader, texts = pdf
+    total = len(texts)
+    wrong = [i + 1 for i, text in enumerate(texts) if f"{i + 1} / {total}" not in text]
+    assert not wrong, f"pages without their number 'n / {total}': {wrong[:10]} (of {total})"
+
+
+def test_the_contents_page_gives_the_page_each_section_starts_on(pdf):
+    reader, texts = pdf
+    starts = section_starts(reader)
+    contents = re.sub(r"\s+", " ", " ".join(texts[:starts[1]]))   # the landing page and its contents list come first
+    titles = [title for depth, title, _ in _flat_outline(reader, reader.outline) if depth == 0]
+    wrong = []
+    for title, start in zip(titles[1:], starts[1:], strict=True):
+        m = re.search(re.escape(title) + r" (\d+) ", contents)
+        if m is None or int(m.group(1)) != start + 1:
+            wrong.append(f"{title}: {m.group(1) if m else 'no number'} (it starts on page {start + 1})")
+    assert not wrong, "\n".join(wrong)
+
+
+_TRY_THIS = re.compile(r"<p><strong>Try this\.</strong>.*?</p>\s*<ul[^>]*>\s*<li><p><strong>(.*?)</strong>", re.S)
+
+
+def test_a_try_this_lead_in_is_printed_on_the_page_of_its_list(pdf):
+    """"Try this." never ends a page without the first state of its list below it."""
+    reader, texts = pdf
+    starts = section_starts(reader) + [len(texts)]
+    alone = []
+    for name, first, end in zip(PAGES, starts, starts[1:], strict=False):
+        labels = [_squash(_plain(x)) for x in _TRY_THIS.findall(_article(name))]
+        found = 0
+        for number in range(first, end):
+            page = _squash(texts[number])
+            for m in re.finditer(re.escape("Trythis."), page):
+                label = labels[found] if found < len(labels) else ""
+                if label and label not in page[m.end():]:
+                    alone.append(f"{name}: page {number + 1} ends with 'Try this.' before '{label}'")
+                found += 1
+        assert found == len(labels), f"{name}: {found} 'Try this.' lead-ins printed, the page has {len(labels)}"
+    assert not alone, "\n".join(alone)
+
+
+def _body_lines(page) -> list[tuple[float, bool]]:
+    """(height above the page's foot, set in a monospace font) of each run of text in the page's body."""
+    out = []
+
+    def visit(text, cm, tm, font, size):
+        if text.strip() and font is not None:
+            y = tm[5] * cm[3] + cm[5]
+            if y > 50:   # above the footer (16 mm)
+                out.append((y, "Mono" in str(font.get("/BaseFont", ""))))
+
+    page.extract_text(visitor_text=visit)
+    return out
+
+
+def test_long_code_breaks_rather_than_leaving_half_empty_pages(pdf):
+    """A page whose next page (in the same section) begins with code is filled at least half-way down: a code
+    block too long for what is left of a page starts there and goes on over the page."""
+    reader, texts = pdf
+    starts = section_starts(reader) + [len(texts)]
+    half = float(reader.pages[0].mediabox.height) / 2
+    empty = []
+    for name, first, end in zip(PAGES, starts, starts[1:], strict=False):
+        for number in range(first, end - 1):
+            here, after = _body_lines(reader.pages[number]), _body_lines(reader.pages[number + 1])
+            if here and after and max(after)[1] and min(y for y, _ in here) > half:
+                empty.append(f"{name}: page {number + 1} ends half-way up, page {number + 2} begins with code")
+    assert not empty, "\n".join(empty)
+
+
+def _image_ppi(reader, page) -> list[tuple[str, float]]:
+    """(name, pixels per inch across) of every image drawn on a page: its pixel width over its drawn width, from
+    the content stream's transformation matrices (q/Q/cm, and form XObjects' /Matrix)."""
+    from pypdf.generic import ContentStream
+
+    out = []
+
+    def mul(a, b):
+        return [a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
+                a[2] * b[1] + a[3] * b[3], a[4] * b[0] + a[5] * b[2] + b[4], a[4] * b[1] + a[5] * b[3] + b[5]]
+
+    def walk(content, resources, ctm, depth):
+        xobjects = (resources or {}).get("/XObject") or {}
+        xobjects = xobjects.get_object() if xobjects else {}
+        stack = []
+        for operands, op in ContentStream(content, reader).operations:
+            if op == b"q":
+                stack.append(ctm)
+            elif op == b"Q" and stack:
+                ctm = stack.pop()
+            elif op == b"cm":
+                ctm = mul([float(v) for v in operands], ctm)
+            elif op == b"Do" and operands[0] in xobjects:
+                obj = xobjects[operands[0]].get_object()
+                if obj.get("/Subtype") == "/Image":
+                    drawn = (ctm[0] ** 2 + ctm[1] ** 2) ** 0.5 / 72
+                    if drawn > 1:   # images wider than an inch (figures and frames, not icons)
+                        out.append((str(operands[0]), float(obj["/Width"]) / drawn))
+                elif obj.get("/Subtype") == "/Form" and depth < 4:
+                    matrix = [float(v) for v in obj.get("/Matrix", [1, 0, 0, 1, 0, 0])]
+                    walk(obj, obj.get("/Resources"), mul(matrix, ctm), depth + 1)
+
+    walk(page.get_contents(), page.get("/Resources"), [1, 0, 0, 1, 0, 0], 0)
+    return out
+
+
+def test_figures_and_frames_print_at_200_ppi_or_more(pdf):
+    reader, texts = pdf
+    low, seen = [], 0
+    for number, page in enumerate(reader.pages):
+        for name, ppi in _image_ppi(reader, page):
+            seen += 1
+            if ppi < 200:
+                low.append(f"page {number + 1}: {name} at {ppi:.0f} ppi")
+    assert seen > 20, f"only {seen} images found in the PDF"
+    assert not low, f"{len(low)} images below 200 ppi: {low[:10]}"

@@ -19,7 +19,7 @@ from PIL import Image
 from normlab_core import display
 from normlab_core.figures.diagrams import pre_post_wiring
 from normlab_core.figures.s11_does_it_train import grad_norm_figure, update_size_figure
-from normlab_core.figures.style import DPI, NARROW_IN, SHARPNESS, blank_figure, house_style
+from normlab_core.figures.style import DPI, FIGURE_SHARPNESS, NARROW_IN, NARROW_SHARPNESS, blank_figure, house_style
 
 _spec = importlib.util.spec_from_file_location("place_frames",
                                                Path(__file__).parents[1] / "scripts" / "place_frames.py")
@@ -56,7 +56,8 @@ def test_the_book_stages_the_narrow_drawing_under_the_wide_pngs_digest(monkeypat
     staged = list((tmp_path / display.NARROW_FIGURES).glob("*.png"))
     assert kind == "image" and [p.name for p in staged] == [hashlib.sha256(wide).hexdigest() + ".png"]
     with Image.open(staged[0]) as narrow, Image.open(io.BytesIO(wide)) as im:
-        assert narrow.size[0] == round(NARROW_IN * DPI * SHARPNESS) and im.size[0] == round(7.2 * DPI)
+        assert narrow.size[0] == round(NARROW_IN * DPI * NARROW_SHARPNESS)
+        assert im.size[0] == round(7.2 * DPI * FIGURE_SHARPNESS)
     # with alt text: an HTML figure whose data: URI holds the PNG the digest names
     display.show_figure(lines, alt="two lines", caption="Lines.")
     kind, page = shown[-1]
@@ -103,7 +104,7 @@ def staged_site(tmp_path):
     (site / "notebooks").mkdir()
     (staging / "_figures").mkdir(parents=True)
     digests = []
-    for i, size in enumerate([(594, 400), (594, 300)]):
+    for i, size in enumerate([(891, 600), (891, 450)]):   # drawn at 3x
         wide, narrow = io.BytesIO(), io.BytesIO()
         Image.new("RGB", (648, 270), (i, 0, 0)).save(wide, "PNG")
         Image.new("RGB", size, (0, i, 0)).save(narrow, "PNG")
@@ -114,11 +115,12 @@ def staged_site(tmp_path):
     Image.new("RGB", (648, 270)).save(site / "_images" / f"{other}.png")
     for i, digest in enumerate(digests):   # the wide files, as Sphinx and light_images name them
         name = f"{digest}.png" if i == 0 else f"nl-{digest[:20]}.png"
-        Image.new("RGB", (648, 270), (i, 0, 0)).save(site / "_images" / name)
+        Image.new("RGB", (1620, 675), (i, 0, 0)).save(site / "_images" / name)   # drawn at 2.5x
     page = site / "notebooks" / "page.html"
     page.write_text(
         f'<a class="nl-zoom" href="../_images/{digests[0]}.png"><img alt="first" src="../_images/{digests[0]}.png" '
-        f'loading="lazy"/></a>\n<figure><img src=\'../_images/nl-{digests[1][:20]}.png\' alt=\'second\'></figure>\n'
+        f'style="width: 648px;" loading="lazy"/></a>\n'
+        f'<figure><img src=\'../_images/nl-{digests[1][:20]}.png\' alt=\'second\' width=\'648\'></figure>\n'
         f'<img alt="none" src="../_images/{other}.png">', encoding="utf-8")
     return site, staging, page, digests, other
 
@@ -128,11 +130,12 @@ def test_place_frames_wraps_figures_that_have_a_narrow_drawing(tmp_path):
     assert narrow_figures(site, staging) == 2
     html = page.read_text(encoding="utf-8")
     want = (f'<a class="nl-zoom" href="../_images/{first}.png"><picture><source media="(max-width: 600px)" '
-            f'srcset="../_images/{first}-narrow.png 2x" width="297" height="200"><img alt="first" '
-            f'src="../_images/{first}.png" loading="lazy"/></picture></a>')
+            f'srcset="../_images/{first}-narrow.png 3x" width="297" height="200"><img alt="first" '
+            f'src="../_images/{first}.png" width="648" height="270" loading="lazy"/></picture></a>')
     assert want in html
-    assert (f'<picture><source media="(max-width: 600px)" srcset="../_images/nl-{second[:20]}-narrow.png 2x" '
-            f'width="297" height="150"><img src=\'../_images/nl-{second[:20]}.png\' alt=\'second\'></picture>') in html
+    assert (f'<picture><source media="(max-width: 600px)" srcset="../_images/nl-{second[:20]}-narrow.png 3x" '
+            f'width="297" height="150"><img src=\'../_images/nl-{second[:20]}.png\' alt=\'second\' '
+            f'width=\'648\'></picture>') in html
     assert f'<img alt="none" src="../_images/{other}.png">' in html and html.count("<picture>") == 2
     for name, digest in ((f"{first}-narrow.png", first), (f"nl-{second[:20]}-narrow.png", second)):
         assert (site / "_images" / name).read_bytes() == (staging / "_figures" / f"{digest}.png").read_bytes()
@@ -189,3 +192,42 @@ def test_the_shared_axis_helpers_against_brute_force():
     for n, ticks in ((5, [0, 1, 2, 3, 4]), (12, list(range(12))), (20, [0, 2, 4, 6, 8, 10, 12, 14, 16, 18])):
         index_ticks(ax, n)
         assert list(ax.get_xticks()) == ticks
+
+
+SI_PREFIXED = re.compile(r"\d\s*[qryzafpnuµμmkMGTPEZYRQ]$")   # "40 m", "400 µ", "2 k": read as units
+
+
+@pytest.mark.parametrize(("name", "values"), [("layer_norm_eps", {"scale": 0.01}), ("layer_norm_eps", {"scale": 1e-4}),
+                                              ("layer_norm_spread", {"spread": 1e-3})])
+def test_value_axes_write_plain_numbers_without_si_prefixes(name, values):
+    """A value axis's ticks read as numbers: at small scales 23.4's input panel wrote "40 m" (EngFormatter)."""
+    from normlab_core.figures import get
+
+    exp = get(name)
+    for narrow in (False, True):
+        exp.render(narrow=narrow, **values)
+        fig = exp.figure(narrow=narrow)
+        fig.canvas.draw()
+        ticks = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels() + ax.get_xticklabels()]
+        assert any(t.strip() for t in ticks), name
+        prefixed = [t for t in ticks if SI_PREFIXED.search(t.replace("\N{THIN SPACE}", " ").strip())]
+        assert not prefixed, f"{name} at {values}: tick labels {prefixed}"
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_the_stream_of_figure_23_5_runs_unbroken_into_every_layer(narrow):
+    """Between one layer's top and the next layer's branch point the residual stream is drawn: no gap below
+    "layer 2" (the pixels along the trunk there are all line, none background)."""
+    from normlab_core.figures import diagrams
+
+    fig = pre_post_wiring(3, narrow=narrow)
+    fig.canvas.draw()
+    rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(float) / 255
+    height = rgb.shape[0]
+    for ax in fig.axes:
+        for layer in (1, 2):
+            y0 = diagrams.BOTTOM + layer * diagrams.LAYER_H
+            (x, top), (_, bottom) = ax.transData.transform([(diagrams.TRUNK_X, y0 + 0.3),
+                                                            (diagrams.TRUNK_X, y0 - 0.15)])
+            column = rgb[round(height - top):round(height - bottom), round(x)]
+            assert column.size > 3 and column.max(axis=1).max() < 0.75, (narrow, layer, column.max(axis=1).round(2))

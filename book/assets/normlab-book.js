@@ -47,7 +47,8 @@
   }
 
   // -- print --------------------------------------------------------------------------------------
-  // Printed code may wrap (paper does not scroll), but only at a space: each run of characters without a
+  // Printed code may wrap (paper does not scroll), but only at a space, and a wrapped line goes on at its
+  // own indentation (each line is a block with a hanging indent, .nl-line): each run of characters without a
   // space becomes one span that does not wrap (.nl-tok, normlab-book.css). Line breaks between two
   // characters of a run (after a ")" before a "[", which the browser allows) are so ruled out. The
   // code's own text is unchanged; the original markup comes back after printing.
@@ -58,11 +59,25 @@
       var leaves = [];
       var walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
       for (var n = walker.nextNode(); n; n = walker.nextNode()) leaves.push(n);
-      var out = document.createDocumentFragment(), token = null;
+      // each line is a block of its own whose wrapped rows start at the line's own indentation (+2)
+      var out = document.createDocumentFragment(), token = null, line = null, indent = -1;
+      var newLine = function () {
+        line = document.createElement("span");
+        line.className = "nl-line";
+        out.appendChild(line);
+        token = null;
+        indent = -1;
+      };
+      var hang = function (k) {
+        indent = k;
+        line.style.paddingLeft = (k + 2) + "ch";
+        line.style.textIndent = -(k + 2) + "ch";
+      };
+      newLine();
       leaves.forEach(function (leaf) {
         var chain = [];
         for (var el = leaf.parentElement; el && el !== pre; el = el.parentElement) chain.unshift(el);
-        leaf.data.split(/(\s+)/).forEach(function (part) {
+        leaf.data.split(/(\n|[^\S\n]+)/).forEach(function (part) {
           if (!part) return;
           var piece = document.createTextNode(part);
           for (var i = chain.length - 1; i >= 0; i--) {
@@ -70,19 +85,25 @@
             wrap.appendChild(piece);
             piece = wrap;
           }
-          if (/^\s/.test(part)) {
+          if (part === "\n") {
+            line.appendChild(piece);
+            newLine();
+          } else if (/^\s/.test(part)) {
+            if (indent < 0 && !line.textContent) hang(part.replace(/\t/g, "    ").length);
             token = null;
-            out.appendChild(piece);
+            line.appendChild(piece);
           } else {
+            if (indent < 0) hang(0);
             if (!token) {
               token = document.createElement("span");
               token.className = "nl-tok";
-              out.appendChild(token);
+              line.appendChild(token);
             }
             token.appendChild(piece);
           }
         });
       });
+      if (!line.textContent) out.removeChild(line);
       pre.textContent = "";
       pre.appendChild(out);
     });
@@ -212,7 +233,64 @@
     });
   }
 
+  // The page-contents drawer (a modal <dialog> on narrow screens) closes when a link in it is tapped, and
+  // the page then goes to the heading (after the theme has given focus back to the drawer's button).
+  function closeDrawerOnTap() {
+    document.querySelectorAll("dialog[id$='-sidebar-modal']").forEach(function (dialog) {
+      dialog.addEventListener("click", function (event) {
+        var a = event.target.closest && event.target.closest("a[href]");
+        if (!a || !dialog.open) return;
+        var here = a.pathname === location.pathname && a.hash;
+        var target = here && document.getElementById(decodeURIComponent(a.hash.slice(1)));
+        if (!target) return;   // a link to another page: the browser leaves this one anyway
+        event.preventDefault();
+        dialog.addEventListener("close", function () {
+          setTimeout(function () {
+            if (location.hash !== a.hash) location.hash = a.hash;
+            target.scrollIntoView();
+          }, 0);
+        }, {once: true});
+        dialog.close();
+      });
+    });
+  }
+
+  // Tables: on a phone a column of sentences gets a readable width (the table scrolls in its box instead).
+  function markTextColumns() {
+    document.querySelectorAll("article table").forEach(function (table) {
+      var rows = Array.prototype.slice.call(table.rows);
+      var n = rows.reduce(function (m, r) { return Math.max(m, r.cells.length); }, 0);
+      for (var c = 0; c < n; c++) {
+        var cells = rows.map(function (r) { return r.cells[c]; }).filter(Boolean);
+        var mean = cells.reduce(function (t, cell) { return t + cell.textContent.trim().length; }, 0) / cells.length;
+        if (mean > 40) cells.forEach(function (cell) { cell.classList.add("nl-text-col"); });
+      }
+    });
+  }
+
+  // Print: a "Try this." lead-in is kept with its list, and a code cell or output longer than a third of a page
+  // may break between its lines (normlab-book.css, Print).
+  var LONG_LINES = 20;
+  function markForPrint() {
+    document.querySelectorAll("article p").forEach(function (p) {
+      var first = p.firstElementChild;
+      if (first && first.tagName === "STRONG" && p.textContent.trim().indexOf(first.textContent) === 0 &&
+          /^Try this\.?$/.test(first.textContent.trim()) && p.nextElementSibling &&
+          p.nextElementSibling.tagName === "UL") p.classList.add("nl-lead-in");
+    });
+    document.querySelectorAll("article pre").forEach(function (pre) {
+      if (pre.textContent.split("\n").length <= LONG_LINES) return;
+      for (var el = pre; el && el.tagName !== "ARTICLE"; el = el.parentElement) {
+        el.classList.add("nl-long");
+        if (el.classList.contains("cell_input") || el.classList.contains("cell_output")) break;
+      }
+    });
+  }
+
   function onReady() {
+    markForPrint();
+    closeDrawerOnTap();
+    markTextColumns();
     rovingContents();
     setupZoom();
     setupPrint();

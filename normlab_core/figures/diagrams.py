@@ -46,6 +46,7 @@ def _layer(ax, y0, placement):
     """One residual layer from y0 to y0 + LAYER_H; returns the y where its output leaves the trunk."""
     split = y0 + 0.35
     add_y = y0 + (2.75 if placement == "pre" else 2.15)
+    ax.plot([TRUNK_X, TRUNK_X], [y0, split], color=LINE, lw=1.2, zorder=2, solid_capstyle="butt")   # the stream in
     ax.plot([TRUNK_X], [split], "o", ms=3.5, color=LINE, zorder=3)
     if placement == "pre":
         norm_y, sub_y = y0 + 1.05, y0 + 2.05

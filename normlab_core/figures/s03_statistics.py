@@ -6,7 +6,6 @@ import math
 import warnings
 
 import numpy as np
-from matplotlib.ticker import EngFormatter
 
 from ..examples import VECTOR_A
 from ..formatting import number
@@ -14,7 +13,7 @@ from ..interactive import Choice, Explorable, Preset, Slider, vector
 from ..moments import one_pass_var, span_in_std
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, index_ticks, label, panels, vector_label
+from .style import COLORS, index_ticks, label, panels, value_formatter, vector_label
 
 
 def stored(offset: float, scale: float, dtype: str, x) -> np.ndarray:
@@ -46,7 +45,7 @@ def setup(fig, *, narrow, x):
     band = ax_x.axhspan(-1, 1, color=COLORS["input"], alpha=0.12, lw=0, label=r"mean $\pm$ 1 std")
     ax_x.axhline(0, color=COLORS["input"], lw=1, ls="--", label="mean")
     (raw,) = ax_x.plot(idx, x - x.mean(), "o-", color=COLORS["input"], label=r"$x_i - \bar{x}$")
-    ax_x.yaxis.set_major_formatter(EngFormatter(sep="\N{THIN SPACE}"))   # short labels at every scale: 400 µ
+    ax_x.yaxis.set_major_formatter(value_formatter())   # plain numbers: no SI prefix
     mean_txt = ax_x.text(0.98, 0.03, "", transform=ax_x.transAxes, ha="right")
     ax_x.legend(loc="upper left", fontsize=8)
     label(ax_x, "component index i", r"$x_i - \bar{x}$ (input units)", "Raw values, around their mean")

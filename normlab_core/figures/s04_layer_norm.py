@@ -6,14 +6,13 @@ import math
 import warnings
 
 import numpy as np
-from matplotlib.ticker import EngFormatter
 
 from ..examples import VECTOR_A
 from ..formatting import number
 from ..interactive import Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, index_ticks, label, panels
+from .style import COLORS, index_ticks, label, panels, value_formatter
 
 OUT_LIM = 5.0
 
@@ -31,7 +30,7 @@ def setup(fig, *, narrow, x, eps=None):
     idx = np.arange(x.size)
     (line_in,) = ax_in.plot(idx, x - x.mean(), "o-", color=COLORS["input"])
     ax_in.axhline(0, color="0.6", lw=0.8)
-    ax_in.yaxis.set_major_formatter(EngFormatter(sep="\N{THIN SPACE}"))
+    ax_in.yaxis.set_major_formatter(value_formatter())   # plain numbers: no SI prefix
     stats_in = ax_in.text(0.02, 0.96, "", transform=ax_in.transAxes, va="top")
     (line_out,) = ax_out.plot(idx, x - x.mean(), "o-", color=COLORS["layer_norm"], label="LayerNorm(x)")
     (band_hi,) = ax_out.plot([-0.3, x.size - 0.7], [1, 1], "--", color="0.45", lw=1, label=r"$\beta \pm \gamma$")
@@ -61,7 +60,7 @@ def draw(art, x, eps, gamma, beta):
     ratio = var / (var + eps) if var + eps > 0 else math.nan
     if caught:  # only the 0/0 case warns
         art["line_out"].set_ydata(np.full(x.size, np.nan))
-        note, out = "variance 0 and eps 0:\nevery output is 0/0 = NaN (nothing to draw)", "NaN: every component is 0/0"
+        note, out = "variance 0 and eps 0:\nevery output is 0/0 = NaN\n(nothing to draw)", "NaN: every component is 0/0"
         shows = "every output is NaN (0/0), so nothing is drawn on the right"
     else:
         art["line_out"].set_ydata(np.clip(y, -OUT_LIM, OUT_LIM))

@@ -7,12 +7,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter
 
 from ..canvas import (
     COLORS,
     DPI,
+    FIGURE_SHARPNESS,
     HEIGHT_IN,
     NARROW_IN,
+    NARROW_SHARPNESS,
     RC,
     SHARPNESS,
     SMALLEST,
@@ -23,9 +26,9 @@ from ..canvas import (
 )
 from ..formatting import number
 
-__all__ = ["COLORS", "DPI", "HEIGHT_IN", "NARROW_IN", "RC", "SHARPNESS", "SMALLEST", "WIDTH_IN", "blank_figure",
-           "figure_png", "house_style", "index_ticks", "label", "new_figure", "one_two_five", "panels",
-           "PLACEMENT_NAMES", "vector_label"]
+__all__ = ["COLORS", "DPI", "FIGURE_SHARPNESS", "HEIGHT_IN", "NARROW_IN", "NARROW_SHARPNESS", "RC", "SHARPNESS",
+           "SMALLEST", "WIDTH_IN", "blank_figure", "figure_png", "house_style", "index_ticks", "label", "new_figure",
+           "one_two_five", "panels", "PLACEMENT_NAMES", "value_formatter", "vector_label"]
 
 # Where a residual layer puts its norm, by the names the code uses (residual.PLACEMENTS, transformer.PLACEMENTS and
 # the training studies' variants), as the figures write them.
@@ -77,3 +80,9 @@ def one_two_five(v: float) -> float:
         return 1.0
     decade = 10.0 ** math.floor(math.log10(v))
     return next(m * decade for m in (1, 2, 5, 10) if m * decade >= v * (1 - 1e-12))
+
+
+def value_formatter(digits: int = 3) -> FuncFormatter:
+    """Tick labels of a value axis written as the book writes numbers (0.04, 4e-5, 2e4): never an SI prefix,
+    whose "40 m" would read as metres; a minus sign, as on the book's other axes."""
+    return FuncFormatter(lambda v, _pos: number(v, digits).replace("-", "\N{MINUS SIGN}"))   # as matplotlib's

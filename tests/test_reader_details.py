@@ -1,0 +1,192 @@
+"""What a reader sees of the built book's figures, tables, equations, sliders and drawers, at a laptop's size
+(1280x900) and a phone's (390x844, a touch screen), in Debian's chromium through Playwright; and what a printed
+page does with code (print media, as the PDF edition prints it).
+
+* figures of the text are drawn at least twice as many pixels as they are shown (SHARP), on a phone's 3x screen
+  three times (the phone drawing), and sit in the middle of their column;
+* a slider's touch target is at least 24 x 24 CSS px (WCAG 2.2, 2.5.8);
+* a table column of sentences is at least READABLE px wide (the table scrolls in its box instead);
+* no line of a display equation that MathJax broke is a lone symbol (at least MIN_MATH_LINE px wide);
+* a tap on a link of the page-contents drawer closes the drawer and shows the heading;
+* printed code that wraps goes on at its line's own indentation.
+"""
+
+from __future__ import annotations
+
+import pytest
+from browser_support import DESKTOP, PHONE, toc_pages
+
+pytestmark = pytest.mark.browser
+
+PAGES = toc_pages()
+SIZES = {"1280x900": (DESKTOP, False), "390x844": (PHONE, True)}
+SHARP = 2.0            # pixels drawn per CSS pixel shown, at least (screens and the PDF's 200 ppi)
+PHONE_SHARP = 2.9      # a phone drawing's pixels per CSS pixel (3x, rounded)
+READABLE = 200         # px: a column whose cells are sentences
+MIN_MATH_LINE = 40     # px: the narrowest line of a broken display equation
+TOUCH = 24             # px: WCAG 2.2's minimum target size
+
+# Every figure of the text (not an explorable's frame) once loaded: the pixels of the file it shows (read again
+# without srcset's density), its shown width, and the space left and right of it in its output box.
+FIGURES = """async () => {
+  const out = [];
+  for (const img of document.querySelectorAll('article .cell_output img:not(.nl-frame)')) {
+    img.loading = 'eager';
+    img.scrollIntoView();
+    await img.decode().catch(() => null);
+    const raw = new Image();
+    raw.src = img.currentSrc;
+    await raw.decode().catch(() => null);
+    const r = img.getBoundingClientRect();
+    const box = img.closest('.output, .cell_output').getBoundingClientRect();
+    out.push({file: img.currentSrc.split('/').pop(), pixels: raw.naturalWidth, shown: r.width,
+              left: r.left - box.left, right: box.right - r.right});
+  }
+  return out;
+}"""
+
+
+def figure_pages() -> list[str]:
+    from browser_support import SITE
+
+    return [p for p in PAGES if (SITE / f"{p}.html").is_file()
+            and 'class="cell_output' in (text := (SITE / f"{p}.html").read_text(encoding="utf-8"))
+            and ("_images/" in text)]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_figures_are_sharp_and_centred(reader, size):
+    viewport, phone = SIZES[size]
+    problems = []
+    for page_path in figure_pages():
+        r = reader(page_path, viewport=viewport, phone=phone)
+        for f in r.page.evaluate(FIGURES):
+            if not f["shown"]:
+                continue
+            density = f["pixels"] / f["shown"]
+            want = PHONE_SHARP if phone and f["file"].endswith("-narrow.png") else SHARP
+            if density < want:
+                problems.append(f"{page_path}: {f['file']} has {density:.2f} pixels per CSS px (at least {want})")
+            if abs(f["left"] - f["right"]) > 2:
+                problems.append(f"{page_path}: {f['file']} is not centred ({f['left']:.0f} px left of it, "
+                                f"{f['right']:.0f} px right)")
+        problems += r.problems
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_slider_touch_targets_are_at_least_24_px(reader, size):
+    viewport, phone = SIZES[size]
+    small = []
+    for page_path in ("notebooks/02_the_problem", "notebooks/04_layer_norm"):
+        r = reader(page_path, viewport=viewport, phone=phone)
+        boxes = r.page.evaluate("""() => Array.from(
+          document.querySelectorAll('.normlab-explorable input[type=range]'), s => {
+            const b = s.getBoundingClientRect();
+            return [s.getAttribute('aria-label') || s.id, b.width, b.height]; })""")
+        assert boxes, f"{page_path} has no sliders"
+        small += [f"{page_path}: slider {n} is {w:.0f} x {h:.0f} px" for n, w, h in boxes if min(w, h) < TOUCH]
+    assert not small, "\n".join(small)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_column_of_sentences_is_readable(reader, size):
+    viewport, phone = SIZES[size]
+    r = reader("notebooks/01_what_you_will_learn", viewport=viewport, phone=phone)
+    cells = r.page.evaluate("""() => Array.from(document.querySelectorAll('article table td'),
+      c => [c.textContent.trim().slice(0, 40), c.textContent.trim().length, c.getBoundingClientRect().width])""")
+    narrow = [f"'{t}…' is {w:.0f} px wide" for t, n, w in cells if n > 60 and w < READABLE]
+    assert cells and not narrow, "\n".join(narrow)
+
+
+# The lines of every display equation MathJax broke: the stacked spans of its line-broken row, with their widths.
+MATH_LINES = """() => {
+  const out = [];
+  for (const d of document.querySelectorAll('article .MathJax_Display')) {
+    for (const stack of d.querySelectorAll('.math span.mrow > span')) {
+      const rows = Array.from(stack.children).filter(c => c.getBoundingClientRect().height > 0);
+      if (rows.length < 2) continue;
+      const boxes = rows.map(c => c.getBoundingClientRect());
+      if (!boxes.every((b, i) => i === 0 || b.top >= boxes[i - 1].top + boxes[i - 1].height / 3)) continue;
+      out.push({text: d.textContent.slice(0, 30), widths: boxes.map(b => Math.round(b.width))});
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_no_broken_equation_leaves_a_symbol_alone_on_a_line(reader, size):
+    viewport, phone = SIZES[size]
+    r = reader("notebooks/08_backward", viewport=viewport, phone=phone)
+    lonely = [f"an equation ({e['text']!r}…) broken into lines {e['widths']} px wide"
+              for e in r.page.evaluate(MATH_LINES) if min(e["widths"]) < MIN_MATH_LINE]
+    assert not lonely, "\n".join(lonely)
+
+
+def test_a_tap_in_the_page_contents_drawer_closes_it_and_shows_the_heading(reader):
+    r = reader("notebooks/04_layer_norm", viewport=PHONE, phone=True)
+    p = r.page
+    p.locator("button.secondary-toggle:visible").first.click()
+    p.wait_for_timeout(400)
+    links = p.locator("dialog#pst-secondary-sidebar-modal a.nav-link:visible")
+    assert links.count() >= 2, "the page-contents drawer did not open"
+    href = links.nth(1).get_attribute("href")
+    links.nth(1).tap()
+    p.wait_for_timeout(800)
+    assert p.locator("dialog#pst-secondary-sidebar-modal[open]").count() == 0, "the drawer stayed open"
+    top = p.evaluate("(id) => document.getElementById(id).getBoundingClientRect().top", href.split("#")[1])
+    assert 0 <= top < PHONE["height"] / 2, f"the heading {href} is at {top:.0f} px, not at the top of the screen"
+    assert p.url.endswith(href), p.url
+    assert not r.all_problems, "\n".join(r.all_problems)
+
+
+# Printed code: each source line's rows as laid out (a Range over the line's characters from its first
+# non-space one), as [left of the first row's text, [left of each row]], for lines the page wraps.
+WRAPPED = """() => {
+  const out = [];
+  for (const pre of document.querySelectorAll('article pre')) {
+    if (pre.closest('.normlab-explorable')) continue;
+    const nodes = [];
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+    const text = nodes.map(n => n.data).join('');
+    const at = (i) => { for (const n of nodes) { if (i <= n.data.length) return [n, i]; i -= n.data.length; } };
+    let start = 0;
+    for (const line of text.split('\\n')) {
+      const first = line.search(/\\S/);
+      if (first >= 0) {
+        const range = document.createRange();
+        range.setStart(...at(start + first));
+        range.setEnd(...at(start + line.length));
+        const rows = new Map();
+        for (const b of range.getClientRects()) {
+          if (!b.width) continue;
+          const key = Math.round(b.top);
+          rows.set(key, Math.min(rows.has(key) ? rows.get(key) : Infinity, b.left));
+        }
+        if (rows.size > 1) {
+          const lefts = Array.from(rows.entries()).sort((a, b) => a[0] - b[0]).map(e => e[1]);
+          out.push({line: line.trim().slice(0, 50), indent: first, lefts});
+        }
+      }
+      start += line.length + 1;
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("page_path", ["notebooks/07_pre_post_norm", "notebooks/11_does_it_train"])
+def test_printed_code_that_wraps_keeps_its_indentation(reader, page_path):
+    r = reader(page_path)
+    p = r.page
+    p.emulate_media(media="print")
+    p.set_viewport_size({"width": 690, "height": 900})   # the A4 page's text width (182 mm) in CSS px
+    p.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
+    wrapped = p.evaluate(WRAPPED)
+    indented = [w for w in wrapped if w["indent"] >= 4]
+    assert indented, f"{page_path}: no indented code line wraps in print; the test sees nothing"
+    lost = [f"'{w['line']}' (indent {w['indent']}): rows start at {[round(x) for x in w['lefts']]}"
+            for w in indented if min(w["lefts"][1:]) < w["lefts"][0] - 0.5]
+    assert not lost, "\n".join(lost)
