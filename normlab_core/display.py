@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from ._threads import single_blas_thread
-from .canvas import DPI, FIGURE_SHARPNESS, NARROW_SHARPNESS, figure_png
+from .canvas import DPI, FIGURE_SHARPNESS, NARROW_SHARPNESS, figure_png, palette_png
 from .formatting import fmt_vector, ratio  # noqa: F401  (the notebooks take them from here)
 
 STATIC_ENV = "NORMLAB_STATIC"
@@ -104,10 +104,11 @@ def show_figure(fig, *args, alt: str | None = None, caption: str = "", **kwargs)
     book = static_mode()
     figure = draw(*args, **kwargs) if draw else fig
     # the book draws at FIGURE_SHARPNESS x and gives the image its CSS size (sharp screens, 240 ppi in print)
-    png = figure_png(figure, dpi=DPI * FIGURE_SHARPNESS if book else None)
+    # in 256 colours: a figure at that density would otherwise weigh three times as much
+    png = palette_png(figure_png(figure, dpi=DPI * FIGURE_SHARPNESS)) if book else figure_png(figure)
     width = round(figure.get_figwidth() * DPI)
     if book and draw is not None:
-        stage_narrow(png, figure_png(draw(*args, narrow=True, **kwargs), dpi=DPI * NARROW_SHARPNESS))
+        stage_narrow(png, palette_png(figure_png(draw(*args, narrow=True, **kwargs), dpi=DPI * NARROW_SHARPNESS)))
     if book and alt is not None:
         src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""

@@ -274,6 +274,10 @@ OVERFLOW = """() => {
     if (el.closest('.MathJax, .MathJax_Display') && r.right <= limit + 4) continue;
     const inExplorable = el.closest('.normlab-explorable');
     if (box && box.matches(SCROLL_BOXES) && !inExplorable && !box.querySelector('.normlab-explorable')) continue;
+    // maths in a table cell: MathJax's own clipping spans lie between it and the table's scrolling box
+    const scroller = el.closest(SCROLL_BOXES);
+    if (scroller && getComputedStyle(scroller).overflowX !== 'visible' && !inExplorable &&
+        !scroller.querySelector('.normlab-explorable')) continue;
     let p = el.parentElement, dup = false;
     for (; p; p = p.parentElement) if (reported.has(p)) { dup = true; break; }
     reported.add(el);

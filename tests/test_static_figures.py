@@ -65,6 +65,27 @@ def test_the_book_stages_the_narrow_drawing_under_the_wide_pngs_digest(monkeypat
     assert kind == "html" and data == wide and "two lines" in page and "Lines." in page
 
 
+def test_the_book_publishes_its_figures_in_256_colours_that_look_the_same(monkeypatch, tmp_path, shown):
+    """Both drawings the book publishes are palette PNGs of the explorables' house palette, within 1.5 levels of
+    the full-colour drawing on average (white itself may come out one level darker, 254, as in the frames) and
+    all but a few antialiased edge pixels within 40, in at most half the bytes."""
+    from normlab_core.figures.diagrams import pre_post_wiring
+
+    monkeypatch.setenv("NORMLAB_STATIC", "1")
+    monkeypatch.setenv("NORMLAB_FRAMES", str(tmp_path))
+    display.show_figure(pre_post_wiring, 2)
+    (_, wide), = shown
+    (narrow,) = (tmp_path / display.NARROW_FIGURES).glob("*.png")
+    for png, fig, dpi in ((wide, pre_post_wiring(2), DPI * FIGURE_SHARPNESS),
+                          (narrow.read_bytes(), pre_post_wiring(2, narrow=True), DPI * NARROW_SHARPNESS)):
+        full = display.figure_png(fig, dpi=dpi)
+        with Image.open(io.BytesIO(png)) as im, Image.open(io.BytesIO(full)) as ref:
+            assert im.mode == "P" and im.size == ref.size
+            diff = np.abs(np.asarray(im.convert("RGB"), float) - np.asarray(ref.convert("RGB"), float))
+        assert diff.mean() < 1.5 and np.percentile(diff, 99.9) < 40, (diff.mean(), np.percentile(diff, 99.9))
+        assert len(png) < len(full) / 2, (len(png), len(full))
+
+
 def test_jupyterlab_draws_the_wide_figure_only(monkeypatch, tmp_path, shown):
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
     monkeypatch.setenv("NORMLAB_FRAMES", str(tmp_path))

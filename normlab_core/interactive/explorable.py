@@ -20,7 +20,7 @@ from matplotlib.transforms import Bbox
 from PIL import Image
 
 from .._threads import one_blas_thread
-from ..canvas import COLORS, DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_style
+from ..canvas import DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_palette, house_style
 from ..formatting import number
 from .controls import Choice, Input, Preset, Slider
 
@@ -212,7 +212,7 @@ class _Drawing:
                 ax.set_position(box)
             exp.update(self.art, **start)
             self.fig.canvas.draw()
-            self.palette = _palette(np.asarray(self.fig.canvas.buffer_rgba()))   # every frame is encoded with it
+            self.palette = house_palette(np.asarray(self.fig.canvas.buffer_rgba()))   # every frame is encoded with it
         for a in animated:
             a.set_animated(True)
         self._clean()
@@ -268,20 +268,6 @@ class _Drawing:
 def _legend_key(legend) -> list | None:   # each entry's words and its handle's look
     return legend and [(t.get_text(), *(str(getattr(h, f"get_{p}", str)()) for p in ("color", "facecolor", "ls")))
                        for t, h in zip(legend.get_texts(), legend.legend_handles, strict=False)]
-
-
-def _palette(rgba: np.ndarray):
-    """256 colours: the house colours, their tints toward white and a grey ramp exactly, and the rest from the
-    colours of one frame, so that every frame is mapped to them fast and in the same way."""
-    keys = list(dict.fromkeys([(g, g, g) for g in range(0, 256, 17)] + [
-        tuple(int(round(int(h[i:i + 2], 16) * t + 255 * (1 - t))) for i in (1, 3, 5))
-        for h in COLORS.values() for t in (1.0, 0.75, 0.5, 0.25)]))
-    own = Image.fromarray(np.ascontiguousarray(rgba), "RGBA").convert("RGB").quantize(
-        256 - len(keys), method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-    colours = own.getpalette()[:3 * (256 - len(keys))] + [v for c in keys for v in c]
-    pal = Image.new("P", (1, 1))
-    pal.putpalette(colours + [255] * (768 - len(colours)))
-    return pal
 
 
 def _png(rgba: np.ndarray, palette) -> bytes:
