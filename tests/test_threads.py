@@ -75,8 +75,8 @@ def test_the_live_trainer_draws_and_trains_on_one_blas_thread(two_threads, monke
 
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
     seen = []
-    real = live._draw_run
-    monkeypatch.setattr(live, "_draw_run", lambda *a: seen.append(blas_threads()) or real(*a))
+    real = live.LiveLoss.draw
+    monkeypatch.setattr(live.LiveLoss, "draw", lambda *a: seen.append(blas_threads()) or real(*a))
     live.train(lr=1e-2, steps=10, **TINY, placement="pre")
     assert seen and all(max(s) == 1 for s in seen) and max(blas_threads()) == 2
 

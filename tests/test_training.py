@@ -300,8 +300,9 @@ def test_train_live_returns_the_run_it_drew(monkeypatch):
 
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
     drawn = []
-    real = live._draw_run
-    monkeypatch.setattr(live, "_draw_run", lambda *a: drawn.append(len(a[4].loss)) or real(*a))
+    real = live.LiveLoss.draw
+    monkeypatch.setattr(live.LiveLoss, "draw", lambda self, run, status: drawn.append(0 if run is None else len(
+        run.loss)) or real(self, run, status))
     r = live.train(lr=1e-2, steps=60, **TINY, placement="pre")
     assert isinstance(r, training.Run) and len(r.loss) == 60
     assert drawn[0] < drawn[-1] == 60 and len(drawn) >= 5       # redrawn while it trained, and once at the end

@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from .. import data
+from ..interactive import number
 from .style import COLORS, NARROW_IN, blank_figure, house_style, label
 
 CHANCE = math.log(16)
@@ -138,3 +139,28 @@ def update_size_figure(depths, change: dict, narrow: bool = False):
               "One Adam step from\ninitialization" if narrow else "One Adam step from initialization")
     return fig
 
+
+def stored_seeds(cfg, lr: float, warmup: float, n_steps: int | None = None) -> list:
+    """The stored runs (every seed) of the configuration `cfg` (a transformer.Config) at peak learning rate lr,
+    warm-up fraction `warmup` and `n_steps` steps (the stored runs' steps by default); [] if it was never stored.
+    A stored run names only the Config fields that differ from the defaults, so only those are compared."""
+    import dataclasses
+
+    from ..transformer import Config
+
+    plain = Config(depth=cfg.depth)
+    named = {*data.BASE, "placement", "depth"}
+    fields = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+              if f.name in named or getattr(cfg, f.name) != getattr(plain, f.name)}
+    return stored().select(**fields, lr=lr, warmup=warmup, steps=steps() if n_steps is None else n_steps)
+
+
+def run_words(cfg, lr: float, warmup: float, seed: int | None = None) -> str:
+    """A configuration in words: 'post-norm with LayerNorm, depth 6, lr 0.01, no warm-up, seed 0'."""
+    from .. import norms
+
+    extras = [w for k, w in (("qk_norm", "QK-norm"), ("deepnorm", "DeepNorm")) if getattr(cfg, k)]
+    model = f"{PLACEMENT_NAMES.get(cfg.placement, cfg.placement)} with {norms.get(cfg.norm).NAME}"
+    warm = "no warm-up" if warmup == 0 else f"warm-up {warmup:.0%}"
+    return ", ".join([model, *extras, f"depth {cfg.depth}", f"lr {number(lr)}", warm]
+                     + ([] if seed is None else [f"seed {seed}"]))
