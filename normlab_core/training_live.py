@@ -8,6 +8,7 @@ stops a Run All there: the cells after it do not start."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import html
 import math
@@ -80,8 +81,9 @@ class LiveLoss:
             if warmup:
                 handles.append(Patch(**WARM, label=f"warm-up ({round(warmup * steps)} steps)"))
                 ax.axvspan(0, round(warmup * steps), **WARM, zorder=0)
-            (self.train_line,) = ax.plot([], [], color=color, lw=1.0, alpha=0.85, zorder=2, label="training loss")
-            (self.eval_line,) = ax.plot([], [], "o-", color="black", ms=3.5, lw=1.0, mfc="white", zorder=3,
+            # the held-out loss as dots only: a line of its own would cover the training loss where they agree
+            (self.train_line,) = ax.plot([], [], color=color, lw=1.6, zorder=2, label="training loss")
+            (self.eval_line,) = ax.plot([], [], "o", color="black", ms=4.0, mfc="white", mew=1.0, zorder=3,
                                         label="held-out loss")
             ax.legend(handles=[self.train_line, self.eval_line, *handles], loc="upper right")
             fit_loss_axis(ax)
@@ -136,7 +138,7 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
     static book nothing is trained: the stored runs of that configuration are drawn instead (if `make experiments`
     stored it). Returns the Run (None in the book).
     """
-    from IPython.display import HTML, Image, display
+    from IPython.display import HTML, display
 
     from . import training
 
@@ -147,16 +149,22 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
         _show_stored(cfg, lr, steps, warmup, seed)
         return None
     live = LiveLoss(cfg, lr, steps, warmup, seed, COLORS.get(cfg.placement, COLORS["layer_norm"]))
-    figure = display(Image(live.draw(None, _status(None, steps))), display_id=True)   # the empty axes at once
-    update = figure.update if figure is not None else lambda obj: None     # None outside IPython
+
+    def drawing(r):   # the figure, and its words where no image can be shown
+        status = _status(r, steps)
+        return {"image/png": base64.b64encode(live.draw(r, status)).decode("ascii"),
+                "text/plain": f"Training loss of {live.name}: {status}"}
+
+    figure = display(drawing(None), raw=True, display_id=True)   # the empty axes at once
+    update = figure.update if figure is not None else lambda obj, **k: None     # None outside IPython
 
     def redraw(r):
-        update(Image(live.draw(r, _status(r, steps))))
+        update(drawing(r), raw=True)
 
     result = training.run(cfg, lr, steps, warmup, seed, batch=batch, eval_every=every, progress=False,
                           callback=redraw)
     _LAST[:] = [result]
-    update(Image(live.draw(result, _status(result, steps))))
+    update(drawing(result), raw=True)
     if result.interrupted:
         raise KeyboardInterrupt(f"train() stopped after {len(result.loss)} of {steps} steps; the run is kept: "
                                 "last_run() returns it. The cells after this one did not run.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ def shown(monkeypatch):
     out = []
 
     class Handle:
-        def update(self, obj):
+        def update(self, obj, **kwargs):
             out.append(obj)
 
     def display(*objs, display_id=None, **k):
@@ -43,7 +44,7 @@ def png_size(png: bytes) -> tuple:
 
 
 def test_train_shows_empty_axes_before_the_first_step(shown, monkeypatch):
-    from IPython.display import Image as IPyImage
+    import base64
 
     seen_at_start = []
     real = training.run
@@ -56,8 +57,9 @@ def test_train_shows_empty_axes_before_the_first_step(shown, monkeypatch):
     live.train(lr=1e-2, steps=4, eval_every=2, **TINY, placement="pre")
     assert seen_at_start, "nothing was shown before training began"
     first = seen_at_start[0]
-    assert isinstance(first, IPyImage) and first.data, f"the first output is {first!r}, not a drawn image"
-    w, h = png_size(first.data)
+    assert isinstance(first, dict) and first.get("image/png"), f"the first output is {first!r}, not a drawn image"
+    assert "training" in first["text/plain"].lower() and "<" not in first["text/plain"]    # words, not a repr
+    w, h = png_size(base64.b64decode(first["image/png"]))
     assert w > 300 and h > 200
 
 
@@ -108,6 +110,7 @@ def test_both_loss_lines_stay_in_view_with_plain_numbers(top):
     for line in (fig.train_line, fig.eval_line):
         y = np.asarray(line.get_ydata(), float)
         assert len(y) and low <= y.min() and y.max() <= high, (line.get_label(), low, high)
+    assert fig.eval_line.get_linestyle() == "None"    # dots: no line of their own over the training loss
     fig.fig.canvas.draw()
     labels = [t.get_text() for t in fig.ax.get_yticklabels() if t.get_text()]
     assert labels and all(re.fullmatch(r"[−-]?[0-9.]+(e[−+-]?[0-9]+)?", t) for t in labels), labels
@@ -180,3 +183,103 @@ def test_the_stop_button_during_run_all_keeps_the_run_and_stops_the_later_cells(
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+# -- in JupyterLab: a reopened notebook, and a restarted kernel -----------------------------------------------------
+SHOTS = Path(__file__).resolve().parents[1].parent / f"{Path(__file__).resolve().parents[1].name}-shots"
+VISIBLE_OUTPUTS = """() => Array.from(document.querySelectorAll(
+    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell')).map(cell => ({
+      source: cell.querySelector('.jp-InputArea-editor')?.innerText || '',
+      outputs: Array.from(cell.querySelectorAll('.jp-OutputArea-child')).filter(c => c.checkVisibility())
+        .map(c => ({text: c.innerText, img: Array.from(c.querySelectorAll('img')).some(i => i.naturalWidth > 0)}))
+    }))"""
+
+
+@pytest.fixture(scope="module")
+def lab11():
+    from browser_support import chromium_or_skip
+    from lab_support import LabServer, launch_chromium
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium_or_skip()
+    with LabServer(["11_does_it_train.ipynb"]) as server, sync_playwright() as pw:
+        browser = launch_chromium(pw, executable)
+        yield server, browser
+        browser.close()
+
+
+@pytest.mark.lab
+def test_reopened_notebook_11_shows_figures_and_no_object_reprs(lab11):
+    """The notebook as stored, opened without running it: each explorable's fallback figure and the train cell's
+    last drawing, and none of the texts a missing widget leaves (its repr, Image(value=b''...), HBox(...))."""
+    from lab_support import LabPage
+
+    server, browser = lab11
+    page = LabPage(browser, server)
+    try:
+        page.open("11_does_it_train.ipynb")
+        page.page.wait_for_timeout(4000)
+        cells = page.page.evaluate(VISIBLE_OUTPUTS)
+        texts = [o["text"] for c in cells for o in c["outputs"]]
+        for bad in ("<live explorable", "Image(value=", "HBox(children", "IPython.core.display", "Error displaying"):
+            assert not any(bad in t for t in texts), (bad, [t[:200] for t in texts if bad in t])
+        shows = [c for c in cells if re.match(r"show\(\"train_", c["source"])]
+        assert len(shows) == 3 and all(any(o["img"] for o in c["outputs"]) for c in shows), shows
+        trains = [c for c in cells if c["source"].startswith("result = train(")]
+        assert len(trains) == 1 and any(o["img"] for o in trains[0]["outputs"]), trains
+        SHOTS.mkdir(exist_ok=True)
+        page.page.evaluate("""() => { const w = window.jupyterapp.shell.currentWidget;
+            const i = w.content.widgets.findIndex(c => c.model.sharedModel.source.startsWith('result = train('));
+            w.content.activeCellIndex = i; w.content.scrollToItem(i, 'start'); }""")
+        page.page.wait_for_timeout(800)
+        page.page.screenshot(path=str(SHOTS / "lab-reopened-11-train-cell.png"))
+    finally:
+        page.close_notebook()
+        page.close()
+
+
+@pytest.mark.lab
+def test_after_a_kernel_restart_no_control_can_be_used(lab11):
+    """A live explorable, then a kernel restart: every control is disabled, by keyboard too, until the cell runs."""
+    import nbformat
+    from lab_support import LabPage
+
+    server, browser = lab11
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from normlab_core.interactive import show\nshow('train_qk_norm')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, server.root / "zz_restart.ipynb")
+    page = LabPage(browser, server)
+    p = page.page
+    try:
+        page.open("zz_restart.ipynb")
+        page.run_all()
+        root = p.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .normlab-live", timeout=90000)
+        slider = root.query_selector("[data-i='0']") or root.query_selector("input[type=range]")
+        assert slider is not None
+        slider.focus()
+        assert root.evaluate("r => r.contains(document.activeElement)")    # usable before the restart
+        p.evaluate("""async () => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+            await k.restart(); const t0 = Date.now();
+            while (k.status !== 'idle' && Date.now() - t0 < 30000) await new Promise(r => setTimeout(r, 50)); }""")
+        p.wait_for_function("r => r.querySelector('.nl-status').innerText.includes('restarted')", arg=root,
+                            timeout=30000)
+        state = root.evaluate("""r => ({
+            focused: r.contains(document.activeElement),
+            enabled: Array.from(r.querySelectorAll('input, select, button')).filter(n => !n.disabled).length,
+            reachable: Array.from(r.querySelectorAll('.nl-controls *, .nl-presets *')).filter(n => {
+              n.focus(); return document.activeElement === n; }).length,
+            key: r.querySelector('img.nl-frame')?.src})""")
+        assert state["focused"] is False and state["enabled"] == 0 and state["reachable"] == 0, state
+        p.keyboard.press("Tab")
+        for key in ("ArrowRight", "End", "Enter", " "):
+            p.keyboard.press(key)
+        after = root.evaluate("r => ({focused: r.contains(document.activeElement), "
+                              "key: r.querySelector('img.nl-frame')?.src})")
+        assert after == {"focused": False, "key": state["key"]}, after
+        SHOTS.mkdir(exist_ok=True)
+        root.scroll_into_view_if_needed()
+        p.screenshot(path=str(SHOTS / "lab-after-restart.png"))
+    finally:
+        page.close_notebook()
+        page.close()
