@@ -445,7 +445,7 @@ import json, time
 import numpy
 from threadpoolctl import threadpool_info
 threads = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-from normlab_core.figures.s11_does_it_train import train
+from normlab_core.training_live import train
 t0 = time.perf_counter()
 r = train(lr={lr!r}, steps={steps!r}, warmup={warmup!r}, seed={seed!r}, **{config!r}, **{extra!r})
 seconds = time.perf_counter() - t0

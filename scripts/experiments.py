@@ -97,22 +97,22 @@ STUDIES = {
                  {"dyt_alpha": [1.0, 2.0], "depth": [24], "lr": [1e-3], "warmup": [0.0]}],
     },
     # The cells the grid's labels need: a lower peak learning rate and a longer warm-up for post-norm at depth 24,
-    # trained four times as long; longer warm-ups for post-norm at depth 12 and lr 1e-2 (the cell a 15 % warm-up
+    # trained four times as long; longer warm-ups for post-norm at depth 12 and lr 0.01 (the cell a 15 % warm-up
     # does not rescue); and two more seeds for the cells whose count hinged on one run close to the cut-off.
     "long": {
-        "title": "post-norm at depth 24, lr 3e-4 with a warm-up over 30 % of 2,000 steps",
+        "title": "post-norm at depth 24, lr 0.0003 with a warm-up over 30 % of 2,000 steps",
         "fixed": {"placement": "post"},
         "steps": 2000,
         "axes": {"depth": [24], "lr": [3e-4], "warmup": [0.3]},
     },
     "long_more": {       # about 10 min of one core a run
-        "title": "post-norm at depth 24, lr 1e-4 with a warm-up over 30 % of 2,000 steps",
+        "title": "post-norm at depth 24, lr 0.0001 with a warm-up over 30 % of 2,000 steps",
         "fixed": {"placement": "post"},
         "steps": 2000,
         "axes": {"depth": [24], "lr": [1e-4], "warmup": [0.3]},
     },
     "warmup": {
-        "title": "post-norm at depth 12 and lr 1e-2 with warm-ups over 30 % and 50 % of the steps",
+        "title": "post-norm at depth 12 and lr 0.01 with warm-ups over 30 % and 50 % of the steps",
         "fixed": {"placement": "post"},
         "axes": {"depth": [12], "lr": [1e-2], "warmup": [0.3, 0.5]},
     },

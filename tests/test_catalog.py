@@ -282,14 +282,14 @@ NOTICE_NUMBERS = [
     ("overview_stack_depth", "LayerNorm, pre-norm, depth 64", "pre-norm", "sensitivity 16.25", "16.25"),
     # "Does it train?": the notices are written from the stored runs (normlab_core/data); these rows check that
     # they say what the readouts show in their state.
-    ("train_outcomes", "depth 6, lr 1e-2", "post-norm", "0/3 solved (3 stuck)", "post-norm is 0/3 solved"),
-    ("train_outcomes", "depth 6, lr 1e-2", "pre-norm", ": 3/3 solved", "pre-norm 3/3 solved"),
+    ("train_outcomes", "depth 6, lr 0.01", "post-norm", "0/3 solved (3 stuck)", "post-norm is 0/3 solved"),
+    ("train_outcomes", "depth 6, lr 0.01", "pre-norm", ": 3/3 solved", "pre-norm 3/3 solved"),
     ("train_outcomes", "with warm-up", "post-norm", ": 3/3 solved", "post-norm is 3/3 solved"),
-    ("train_outcomes", "depth 12, lr 3e-3", "post-norm", "0/3 solved (3 stuck)", "post-norm is 0/3 solved"),
+    ("train_outcomes", "depth 12, lr 0.003", "post-norm", "0/3 solved (3 stuck)", "post-norm is 0/3 solved"),
     ("train_outcomes", "depth 24, warm-up", "post-norm", "0/3 solved (2 learning, 1 stuck)",
      "post-norm is 0/3 solved (2 learning, 1 stuck)"),
     ("train_outcomes", "depth 24, warm-up", "pre-norm", ": 3/3 solved", "pre-norm is 3/3 solved"),
-    ("train_outcomes", "depth 24, lr 1e-2", "pre-norm", ": 3/3 solved", "pre-norm is 3/3 solved"),
+    ("train_outcomes", "depth 24, lr 0.01", "pre-norm", ": 3/3 solved", "pre-norm is 3/3 solved"),
     ("train_fixes", "DeepNorm, depth 24", "outcome", ": 3/3 solved", "DeepNorm is 3/3 solved"),
     ("train_fixes", "DeepNorm, depth 24", "plain post-norm, same cell", "0/3 solved", "post-norm is 0/3 solved"),
     ("train_fixes", "Peri-LN, depth 24", "residual stream at the end", "RMS up to 14.8, largest |value| 55.3",
@@ -297,11 +297,11 @@ NOTICE_NUMBERS = [
     ("train_fixes", "pre-norm, depth 24", "residual stream at the end", "RMS up to 30.9, largest |value| 113",
      "RMS up to 30.9, largest |value| 113"),
     ("train_fixes", "DyT, depth 12", "outcome", "0/3 solved (3 stuck)", "0/3 solved (3 stuck)"),
-    ("train_qk_norm", "pre-norm, lr 3e-2", "largest logit over training", "seed 0 195; seed 1 296; seed 2 176",
+    ("train_qk_norm", "pre-norm, lr 0.03", "largest logit over training", "seed 0 195; seed 1 296; seed 2 176",
      "seed 0 195; seed 1 296; seed 2 176"),
     ("train_qk_norm", "with QK-norm", "largest logit over training", "seed 0 10.3; seed 1 12.4; seed 2 11.5",
      "seed 0 10.3; seed 1 12.4; seed 2 11.5"),
-    ("train_qk_norm", "post-norm, lr 1e-2, QK-norm", "outcome", "0/3 solved (3 stuck)",
+    ("train_qk_norm", "post-norm, lr 0.01, QK-norm", "outcome", "0/3 solved (3 stuck)",
      "0/3 solved (3 stuck)"),
 ]
 

@@ -18,8 +18,8 @@ from PIL import Image
 
 from normlab_core import display
 from normlab_core.figures.diagrams import pre_post_wiring
-from normlab_core.figures.s11_does_it_train import grad_norm_figure, update_size_figure
 from normlab_core.figures.style import DPI, FIGURE_SHARPNESS, NARROW_IN, NARROW_SHARPNESS, blank_figure, house_style
+from normlab_core.figures.training_runs import grad_norm_figure, update_size_figure
 
 _spec = importlib.util.spec_from_file_location("place_frames",
                                                Path(__file__).parents[1] / "scripts" / "place_frames.py")

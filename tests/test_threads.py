@@ -71,13 +71,13 @@ def test_explorables_draw_on_one_blas_thread(two_threads):
 
 
 def test_the_live_trainer_draws_and_trains_on_one_blas_thread(two_threads, monkeypatch):
-    from normlab_core.figures import s11_does_it_train as s11
+    from normlab_core import training_live as live
 
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
     seen = []
-    real = s11._draw_run
-    monkeypatch.setattr(s11, "_draw_run", lambda *a: seen.append(blas_threads()) or real(*a))
-    s11.train(lr=1e-2, steps=10, **TINY, placement="pre")
+    real = live.LiveLoss.draw
+    monkeypatch.setattr(live.LiveLoss, "draw", lambda *a: seen.append(blas_threads()) or real(*a))
+    live.train(lr=1e-2, steps=10, **TINY, placement="pre")
     assert seen and all(max(s) == 1 for s in seen) and max(blas_threads()) == 2
 
 

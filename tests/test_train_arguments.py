@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from normlab_core import training
-from normlab_core.figures import s11_does_it_train as s11
+from normlab_core import training_live as live
 from normlab_core.transformer import Config
 
 TINY = dict(depth=1, d_model=8, heads=2, d_ff=16)
@@ -50,7 +50,7 @@ def test_train_names_the_bad_argument_before_showing_anything(nothing_shown, mon
     if static:
         monkeypatch.setenv("NORMLAB_STATIC", "1")
     with pytest.raises(error) as caught:
-        s11.train(**kwargs)
+        live.train(**kwargs)
     assert all(w in str(caught.value) for w in words), str(caught.value)
 
 
@@ -66,7 +66,7 @@ def test_train_takes_batch_and_eval_every(monkeypatch):
     sizes = []
     real = training.reversal_batch
     monkeypatch.setattr(training, "reversal_batch", lambda rng, batch, *a: sizes.append(batch) or real(rng, batch, *a))
-    r = s11.train(lr=1e-2, steps=10, batch=4, eval_every=5, **TINY, placement="pre")
+    r = live.train(lr=1e-2, steps=10, batch=4, eval_every=5, **TINY, placement="pre")
     assert list(r.eval_steps) == [0, 5, 10]
     # the ten training batches hold 4 sequences each; the held-out set (EVAL_SIZE sequences) is drawn apart from them
     assert [n for n in sizes if n != training.EVAL_SIZE] == [4] * 10 and training.EVAL_SIZE in sizes

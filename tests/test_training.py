@@ -273,7 +273,7 @@ def test_stored_runs_match_a_fresh_rerun(stored, cell):
 
 def test_train_in_the_book_shows_the_stored_runs_and_never_trains(monkeypatch):
     from normlab_core import display
-    from normlab_core.figures import s11_does_it_train as s11
+    from normlab_core import training_live as live
     from normlab_core.figures.style import NARROW_IN
 
     def no_training(*a, **k):
@@ -288,21 +288,22 @@ def test_train_in_the_book_shows_the_stored_runs_and_never_trains(monkeypatch):
         shown.append(caption)
 
     monkeypatch.setattr(display, "show_figure", show_figure)
-    assert s11.train(depth=6, placement="post", lr=1e-2) is None
+    assert live.train(depth=6, placement="post", lr=1e-2) is None
     runs = data.load().select(placement="post", depth=6, lr=1e-2, warmup=0.0)
-    assert len(shown) == 1 and s11.seed_summary(runs) in shown[0]
-    s11.train(depth=5, placement="post", lr=1e-2)          # not stored: a note instead, still no training
+    assert len(shown) == 1 and live.seed_summary(runs) in shown[0]
+    live.train(depth=5, placement="post", lr=1e-2)          # not stored: a note instead, still no training
     assert "not run" in shown[-1]
 
 
 def test_train_live_returns_the_run_it_drew(monkeypatch):
-    from normlab_core.figures import s11_does_it_train as s11
+    from normlab_core import training_live as live
 
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
     drawn = []
-    real = s11._draw_run
-    monkeypatch.setattr(s11, "_draw_run", lambda *a: drawn.append(len(a[4].loss)) or real(*a))
-    r = s11.train(lr=1e-2, steps=60, **TINY, placement="pre")
+    real = live.LiveLoss.draw
+    monkeypatch.setattr(live.LiveLoss, "draw", lambda self, run, status: drawn.append(0 if run is None else len(
+        run.loss)) or real(self, run, status))
+    r = live.train(lr=1e-2, steps=60, **TINY, placement="pre")
     assert isinstance(r, training.Run) and len(r.loss) == 60
     assert drawn[0] < drawn[-1] == 60 and len(drawn) >= 5       # redrawn while it trained, and once at the end
 

@@ -243,9 +243,15 @@ function render({ model, el }) {
       URL.revokeObjectURL(old.src);
     }
   };
-  const gone = () => {   // the kernel restarted or died: this view's model is gone with it
+  const gone = () => {   // the kernel restarted or died: this view's model is gone with it, and so are its controls
     dead = true;
     el.classList.add("nl-dead");
+    if (el.contains(document.activeElement)) document.activeElement.blur();
+    el.querySelectorAll(".nl-controls, .nl-presets").forEach((n) => { n.inert = true; });   // no focus, no keys
+    el.querySelectorAll("input, select, button, [tabindex]").forEach((n) => {
+      if ("disabled" in n) n.disabled = true;
+      n.setAttribute("aria-disabled", "true");
+    });
     ui.status("kernel restarted: run the cell again");
   };
   const send = (msg) => { try { if (!dead) model.send(msg); } catch (err) { gone(); } };

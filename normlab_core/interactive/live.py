@@ -82,7 +82,9 @@ class LiveView(anywidget.AnyWidget):
                  f"'{self.spec['wide'][0]}'><figcaption>{html.escape(caption)}</figcaption></figure>",
                  "text/plain": caption}, raw=True)
         data, metadata = self._repr_mimebundle_()   # anywidget's: (data, metadata)
-        display(data, metadata=metadata, raw=True)
+        # Where the widget cannot be drawn (a reopened or untrusted notebook, another viewer) the figure above says
+        # what to do: the widget's own plain-text face stays empty rather than show its repr.
+        display({**data, "text/plain": ""}, metadata=metadata, raw=True)
 
     def _frame(self, layout: str, key: str):
         hit = self.frames.pop((layout, key), None) or self.exp.render(narrow=layout == "narrow", **self.inputs,
