@@ -143,3 +143,21 @@ def visit(browser, server, site):
     yield _open
     for tab in opened:
         tab.close()
+
+
+@pytest.fixture(autouse=True)
+def _the_library_stays_one_copy():
+    """Fail a test that leaves a second copy of a normlab_core module behind (two Run classes break isinstance)."""
+    import sys
+
+    def ours():
+        return {name: mod for name, mod in sys.modules.items() if name.split(".")[0] == "normlab_core"}
+
+    before = ours()
+    yield
+    after = ours()
+    swapped = sorted(name for name, mod in before.items() if after.get(name, mod) is not mod)
+    package = sys.modules.get("normlab_core")
+    stale = sorted(name for name, mod in after.items() if name.count(".") == 1 and package is not None
+                   and getattr(package, name.split(".")[1], mod) is not mod)
+    assert not swapped and not stale, f"normlab_core modules replaced during the test: {swapped + stale}"

@@ -375,16 +375,23 @@ def test_schedule_hidden_runs_have_no_rounding_ties_for_any_seed(ctx):
 def test_an_import_inside_the_answer_still_trips_the_wire(reference_ns, ctx):
     import sys
 
+    import normlab_core
     import normlab_core.training as training
 
     before = training.lr_at.__code__
+    modules = dict(sys.modules)
     saved = sys.modules.pop("normlab_core.training")   # as in a fresh kernel that never imported it
     try:
         ns = namespace({"ex7_schedule": DELEGATING["ex7_schedule"]})
         verdicts = judge_namespace(ns, ctx, ["test_ex7_visible", "test_ex7_hidden"])
     finally:
+        # the answer's import made a second module object; put back the first, both in sys.modules and as the
+        # package's attribute, or later tests see two different Run classes
         fresh = sys.modules.get("normlab_core.training")
-        sys.modules["normlab_core.training"] = saved
+        sys.modules.clear()
+        sys.modules.update(modules)
+        normlab_core.training = saved
+    assert sys.modules["normlab_core.training"] is saved and normlab_core.training is saved
     for v in verdicts.values():
         assert not v.passed and "normlab_core.training.lr_at" in v.message and "scores 0" in v.message, v.message
     assert training.lr_at.__code__ is before
