@@ -4,8 +4,10 @@ The class mixes correct, wrong and blank submissions (by default 300: 40 % the r
 the plausible mistakes or delegating answers of the grading tests, 20 % blank), each graded in its own
 bubblewrap sandbox with the course's own limits. Reports the total time, the time per submission (the
 worker's run in the sandbox and judging; mean, median, 95th percentile, max), the phases (running and
-judging, feedback), a second run with nothing changed (incremental), the load average before and after, and
-whether the goal (300 submissions in 10 minutes on this machine) is met. Writes _build/bench/grading.json.
+judging, feedback), a second run with nothing changed, a third after five students handed in again (the
+incremental re-run), the load average before and after, and whether the goals are met (300 submissions in
+10 minutes on this machine, feedback at most 40 % of the total, the re-run of five in 30 s).
+Writes _build/bench/grading.json.
 Nothing is asserted.
 
     .venv/bin/python scripts/bench_grading.py [--students N] [--jobs J] [--keep DIR]
@@ -28,6 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 GOAL_SECONDS = 600.0  # for 300 submissions
+FEEDBACK_SHARE = 0.40  # of the total, at most
+RERUN_GOAL_SECONDS = 30.0  # a re-run after five submissions changed
+CHANGED = 5
 OUT = ROOT / "_build" / "bench" / "grading.json"
 
 
@@ -79,6 +84,15 @@ def main(argv=None) -> int:
         total, output = run_grade(course, args.jobs)
         load_after = os.getloadavg()
         again, output2 = run_grade(course, args.jobs)
+        import grading_support as gs
+        import nbformat
+        changed = sorted(kinds)[:: max(1, len(kinds) // CHANGED)][:CHANGED]
+        for student in changed:   # handed in again: one more line in the notebook
+            path = course / "submitted" / student / gs.mx.ASSIGNMENT / gs.mx.NOTEBOOK
+            nb = nbformat.read(path, as_version=4)
+            nb.cells.append(nbformat.v4.new_markdown_cell(f"Handed in again by {student}."))
+            nbformat.write(nb, path)
+        rerun, output3 = run_grade(course, args.jobs)
         per = [json.loads(p.read_text())["seconds"] for p in (course / "logs" / "chapter23").glob("*.json")]
         phases = re.search(r"running and judging, with the gradebook records: ([\d.]+) s, feedback: ([\d.]+) s",
                            output)
@@ -98,14 +112,20 @@ def main(argv=None) -> int:
             "throughput_s_per_submission": round(total / args.students, 3),
             "phases_s": {"running_and_judging": float(phases.group(1)) if phases else None,
                          "feedback": float(phases.group(2)) if phases else None},
-            "incremental_rerun_s": round(again, 1),
+            "unchanged_rerun_s": round(again, 1),
             "rerun_graded_nothing": "grading 0 (new or changed)" in output2,
+            "changed_rerun_s": round(rerun, 1),
+            "changed_rerun_graded": f"grading {len(changed)} (new or changed)" in output3,
             "scores_by_kind": {k: sorted(v) for k, v in sorted(by_kind.items())},
             "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in load_after],
             "cpus": os.cpu_count(),
             "goal": f"{args.students} submissions in {GOAL_SECONDS * args.students / 300:.0f} s",
             "met": total <= GOAL_SECONDS * args.students / 300,
         }
+        fb = result["phases_s"]["feedback"]
+        result["feedback_share"] = round(fb / total, 3) if fb is not None else None
+        result["feedback_met"] = fb is not None and fb <= FEEDBACK_SHARE * total
+        result["changed_rerun_met"] = result["changed_rerun_graded"] and rerun <= RERUN_GOAL_SECONDS
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text(json.dumps(result, indent=1))
         print(f"grading bench: {args.students} submissions, {args.jobs} workers, sandbox on")
@@ -117,6 +137,12 @@ def main(argv=None) -> int:
         print(f"  phases: running and judging {result['phases_s']['running_and_judging']} s, feedback "
               f"{result['phases_s']['feedback']} s; rerun with nothing changed {again:.1f} s "
               f"({'graded nothing' if result['rerun_graded_nothing'] else 'GRADED AGAIN'})")
+        print(f"  feedback {result['feedback_share']:.0%} of the total (goal at most {FEEDBACK_SHARE:.0%}): "
+              f"{'MET' if result['feedback_met'] else 'MISS'}" if result["feedback_share"] is not None else
+              "  feedback phase: not reported")
+        print(f"  re-run after {len(changed)} submissions changed: {rerun:.1f} s "
+              f"({'graded those ' + str(len(changed)) if result['changed_rerun_graded'] else 'GRADED OTHERS TOO'}); "
+              f"goal {RERUN_GOAL_SECONDS:.0f} s: {'MET' if result['changed_rerun_met'] else 'MISS'}")
         print(f"  scores by kind: {result['scores_by_kind']}")
         print(f"  load average before {result['load_before']}, after {result['load_after']} ({os.cpu_count()} cores)")
         print(f"  written to {OUT.relative_to(ROOT)}")
