@@ -1,10 +1,11 @@
 """The catalog: every explorable of the book, at every combination of its stops (the states the static book
 pre-renders) and every preset, in both layouts.
 
-Each state is drawn once (`drawn`, shared by the tests): no two texts overlap and none leaves the figure, no text
-is smaller than the house minimum, legends list only what is drawn, the readouts keep their rows and explain any
-non-finite value, the alt text states the result, neighbouring stops never look the same, the presets' notices
-quote what the readouts show, and a learner's own input draws cleanly too.
+Each state is drawn once (`drawn`, shared by the tests): no two texts overlap and none leaves the figure (or, placed
+in an axes, its axes), no text is smaller than the house minimum, legends list only what is drawn, pictures fill
+their panels, the readouts keep their rows and explain any non-finite value, the alt text states the result,
+neighbouring stops never look the same, the presets' notices quote what the readouts show, and a learner's own
+input draws cleanly too.
 """
 
 from __future__ import annotations
@@ -47,6 +48,22 @@ def legend_problems(fig) -> list[str]:
     return out
 
 
+def image_problems(fig, least: float = 0.9) -> list[str]:
+    """Pictures (imshow) that fill less than `least` of their panel's width or height: a grid squeezed into a
+    corner of an axes sized for its largest state."""
+    out = []
+    for ax in fig.axes:
+        for im in ax.get_images():
+            if not im.get_visible():
+                continue
+            x0, x1, y0, y1 = im.get_extent()
+            (v0, v1), (w0, w1) = ax.get_xlim(), ax.get_ylim()
+            for what, shown, room in (("width", abs(x1 - x0), abs(v1 - v0)), ("height", abs(y1 - y0), abs(w1 - w0))):
+                if ax.get_xscale() == ax.get_yscale() == "linear" and shown < least * room:
+                    out.append(f"a picture fills {shown / room:.0%} of its panel's {what}")
+    return out
+
+
 @cache
 def drawn(name: str, layout: str) -> dict:
     """{stop indices: (sha of the PNG, readouts, alt, problems)} for every combination of stops and preset."""
@@ -59,7 +76,7 @@ def drawn(name: str, layout: str) -> dict:
             continue
         f = exp.render(narrow=LAYOUTS[layout], **values)
         fig = exp.figure(narrow=LAYOUTS[layout])
-        problems = text_problems(fig) + legend_problems(fig)
+        problems = text_problems(fig) + legend_problems(fig) + image_problems(fig)
         problems += [f"text {t.get_text()!r} at {t.get_fontsize():g} pt" for t in fig.findobj(
             lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text")) if t.get_visible() and t.get_text()
             and t.get_fontsize() < SMALLEST]
@@ -111,8 +128,9 @@ def test_controls_are_few_with_exact_stops_and_short_option_labels(name):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("name", NAMES)
 def test_every_frame_is_readable(name, layout):
-    """No text overlaps another or leaves the figure, none is under SMALLEST points, legends name only what is
-    drawn, and the mechanism found every artist update() changes (exp.late)."""
+    """No text overlaps another or leaves the figure or (placed in an axes) its axes, none is under SMALLEST points,
+    legends name only what is drawn, pictures fill their panels, and the mechanism found every artist update()
+    changes (exp.late)."""
     problems = {}
     for k, (*_, found) in drawn(name, layout).items():
         for p in found:

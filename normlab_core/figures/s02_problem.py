@@ -12,7 +12,7 @@ from ..interactive import Explorable, Preset, Slider
 from ..norms import tracked_outputs
 from ..residual import growth
 from ..stats import mean_var
-from .style import COLORS, label, panels
+from .style import COLORS, NARROW_IN, label, panels
 
 # -- 1. per-layer gain x depth ----------------------------------------------------------------------------------
 MAX_DEPTH = 96
@@ -91,22 +91,19 @@ def batch_setup(fig, *, narrow):
                     [f"t = {t}" if narrow else f"position {t}" for t in range(T)])
     for t in range(1, T):
         ax_t.axhline(t * FEATURES - 0.5, color="0.4", lw=0.6)
-    ax_t.set_xlim(-0.5, MAX_BATCH - 0.5)
     ax_t.set_ylim(T * FEATURES - 0.5, -0.5)
     ax_t.grid(False)
     bn_boxes = [ax_t.add_patch(Rectangle((-0.5, t * FEATURES - 0.5), 1, 1, fill=False, ec=COLORS["batch_norm"],
-                                         lw=1.8)) for t in range(T)]
+                                         lw=1.8, clip_on=False)) for t in range(T)]
     ax_t.add_patch(Rectangle((-0.5, TRACK_POS * FEATURES - 0.5), 1, FEATURES, fill=False, ec=COLORS["layer_norm"],
-                             lw=2.2))
+                             lw=2.2, clip_on=False))
     ax_t.legend(handles=[Patch(fill=False, ec=COLORS["batch_norm"], lw=1.8,
                                label="BatchNorm mean: feature 0, whole batch"),
                          Patch(fill=False, ec=COLORS["layer_norm"], lw=2.2,
                                label=f"LayerNorm mean: {FEATURES} features, one token")],
                 loc="upper left", bbox_to_anchor=(0.0, -0.02), fontsize=8, frameon=False, ncols=1 if narrow else 2,
                 handlelength=1.2, columnspacing=1.0)
-    ax_t.set_xticks([])
-    label(ax_t, "", "", "One batch (grey = value)" if narrow else "One batch (grey = value; column 0: the tracked "
-          "example)")
+    ax_t.set_xticks([])   # the grid fills the panel at every batch size; the title gives the number of columns
     jitter = (np.random.default_rng(0).random(N_DRAWS) - 0.5) * 0.35
     xs = np.arange(T)[None, :] + jitter[:, None] - 0.12
     (bn_dots,) = ax_o.plot(xs.ravel(), np.zeros(xs.size), ".", color=COLORS["batch_norm"], ms=4,
@@ -131,12 +128,22 @@ def batch_setup(fig, *, narrow):
     ax_s.legend(loc="upper right", fontsize=8)
     label(ax_s, "batch size B (examples, log scale)", "std across batches", "BatchNorm's noise shrinks slowly")
     return {"picture": picture, "bn_boxes": bn_boxes, "bn_dots": bn_dots, "ln_dots": ln_dots, "mark": mark,
-            "spread": spread}
+            "spread": spread, "grid": ax_t, "narrow": narrow}
+
+
+def batch_title(batch: int, narrow: bool) -> str:
+    """The batch grid's title: how many examples (columns) it shows."""
+    examples = "1 example" if batch == 1 else f"{batch} examples"
+    if narrow:
+        return f"One batch: {examples} (grey = value)"
+    return f"One batch of {examples} (grey = value; column 0: the tracked example)"
 
 
 def batch_update(art, *, batch):
     art["picture"].set_data(BATCHES[0, :batch].reshape(batch, T * FEATURES).T)
     art["picture"].set_extent((-0.5, batch - 0.5, T * FEATURES - 0.5, -0.5))
+    art["grid"].set_xlim(-0.5, batch - 0.5)
+    label(art["grid"], "", "", batch_title(batch, art["narrow"]))
     for box in art["bn_boxes"]:
         box.set_width(batch)
     bn, ln = tracked_outputs(batch)
@@ -206,14 +213,14 @@ def entries() -> list:
     """The explorables of section 23.2."""
     return [
         Explorable("gain_depth", title="A running sum multiplied by g at every layer", setup=gain_setup,
-                   update=gain_update, presets=GAIN_PRESETS, size=(7.2, 3.4), narrow=(3.3, 5.8),
+                   update=gain_update, presets=GAIN_PRESETS, size=(7.2, 3.4), narrow=(NARROW_IN, 5.8),
                    controls={"gain": Slider([0.8, 0.85, 0.9, 0.95, 0.977, 0.99, 1.0, 1.01, 1.024, 1.05, 1.1, 1.15,
                                              1.2], 1.1, label="per-layer gain g", free=GAIN_RANGE),
                              "depth": Slider(list(range(0, MAX_DEPTH + 1, 12)), 24, label="depth L (layers)",
                                              free=(0, MAX_DEPTH))}),
         Explorable("batch_vs_layer_norm", title="BatchNorm averages across the batch, LayerNorm across one token's "
                    "features", setup=batch_setup, update=batch_update, presets=BATCH_PRESETS, size=(7.2, 4.8),
-                   narrow=(3.3, 7.4), controls={"batch": Slider([1, 2, 4, 8, 16, 32, 64], 8,
+                   narrow=(NARROW_IN, 7.4), controls={"batch": Slider([1, 2, 4, 8, 16, 32, 64], 8,
                                                                 label="batch size B (examples)",
                                                                 free=(1, MAX_BATCH))}),
     ]
