@@ -122,7 +122,30 @@ def text_problems(fig, tolerance: float = 2.0) -> list[str]:
         boxes = text_boxes(fig, changing=False)
         still[key] = (boxes, _clashes(fig, boxes, [], tolerance))
     boxes, problems = still[key]
-    return problems + _clashes(fig, text_boxes(fig, changing=True), boxes, tolerance)
+    return problems + _clashes(fig, text_boxes(fig, changing=True), boxes, tolerance) + axes_escapes(fig, tolerance)
+
+
+def axes_escapes(fig, tolerance: float = 2.0) -> list[str]:
+    """Texts placed inside an axes (in its own 0..1 coordinates) whose box reaches out of it: across the spine,
+    over the tick labels (a note that outgrew a narrow panel)."""
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        box = ax.get_window_extent(renderer)
+        for t in ax.texts:
+            x, y = t.get_position()
+            if t.get_transform() is not ax.transAxes or not (0 <= x <= 1 and 0 <= y <= 1):
+                continue
+            if not (t.get_visible() and t.get_text().strip()):
+                continue
+            b = t.get_window_extent(renderer)
+            if b.x0 < box.x0 - tolerance or b.x1 > box.x1 + tolerance or b.y0 < box.y0 - tolerance or \
+                    b.y1 > box.y1 + tolerance:
+                out.append(f"text {t.get_text()!r} reaches out of its axes ({b.x0:.0f}..{b.x1:.0f} x "
+                           f"{b.y0:.0f}..{b.y1:.0f}, the axes {box.x0:.0f}..{box.x1:.0f} x {box.y0:.0f}..{box.y1:.0f})")
+    return out
 
 
 def _clashes(fig, boxes, others, tolerance) -> list[str]:

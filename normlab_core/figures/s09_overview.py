@@ -10,7 +10,7 @@ from ..formatting import number
 from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm, rms_norm
 from ..residual import depth_curves
-from .style import COLORS, PLACEMENT_NAMES, index_ticks, label, vector_label
+from .style import COLORS, NARROW_IN, PLACEMENT_NAMES, index_ticks, label, vector_label
 
 MAX_DEPTH = 64
 OUT_LIM = (-2.4, 2.4)
@@ -77,10 +77,13 @@ def depth_setup(fig, *, narrow, x0, eps):
     ax.set_yscale("log")
     ax.set_xlim(1, MAX_DEPTH)
     ax.set_ylim(*SENS_LIM)
-    ax.legend(loc="lower left")
+    # on a phone the reading takes two lines (or it reaches over the y axis) and the input heads the legend
+    stack_input = f"stack input x0 = {vector_label(x0, 3)}"
+    ax.legend(loc="lower left", title=stack_input if narrow else None)
     art["text"] = ax.text(0.98, 0.96, "", transform=ax.transAxes, ha="right", va="top")
-    ax.text(0.98, 0.86, f"stack input x0 = {vector_label(x0, 3)}", transform=ax.transAxes, ha="right", va="top",
-            color="0.35")
+    art["narrow"] = narrow
+    if not narrow:
+        ax.text(0.98, 0.86, stack_input, transform=ax.transAxes, ha="right", va="top", color="0.35")
     label(ax, "depth (layers, log scale)", r"$\|\partial\,\mathrm{out} / \partial x_0[0]\|$",
           "Sensitivity (chosen placement bold)" if narrow else
           "Sensitivity to x0[0] against depth (chosen placement bold)")
@@ -98,8 +101,8 @@ def depth_update(art, *, norm, placement, depth, x0, eps):
         art[f"m_{p}"].set_alpha(1.0 if chosen else 0.45)
     art["vline"].set_xdata([depth, depth])
     sens = data[placement][1]
-    art["text"].set_text(f"{placement}-norm, depth {depth}: {number(sens[depth - 1], 3)} "
-                         f"({sens[depth - 1] / sens[0]:.0%} of depth 1)")
+    art["text"].set_text(f"{placement}-norm, depth {depth}: {number(sens[depth - 1], 3)}"
+                         + ("\n" if art["narrow"] else " ") + f"({sens[depth - 1] / sens[0]:.0%} of depth 1)")
     out = {f"{p}-norm": (f"sensitivity {number(data[p][1][depth - 1])} at depth {depth} "
                          f"({number(data[p][1][depth - 1] / data[p][1][0], 3)} × its depth-1 value), "
                          f"|out| {number(data[p][0][depth - 1])}") for p in ("post", "pre")}
@@ -153,7 +156,7 @@ def entries() -> list:
                                                                      free=(-1e3, 1e3))},
                    inputs={"x": vector(CENTRED + 10.0, 2, 16), "eps": scalar(1e-5, 0.0, 10.0)},
                    start=lambda x, eps: {"offset": float(x.mean())}, setup=output_setup, update=output_update,
-                   presets=OUTPUT_PRESETS, size=(7.2, 2.9), narrow=(3.3, 3.2)),
+                   presets=OUTPUT_PRESETS, size=(7.2, 2.9), narrow=(NARROW_IN, 3.2)),
         Explorable("overview_stack_depth", title="A residual stack's sensitivity against depth, for either norm and "
                    "either placement",
                    controls={"norm": Choice(**NORM), "placement": Choice(
@@ -162,5 +165,5 @@ def entries() -> list:
                              "depth": Slider([1, 2, 4, 8, 16, 32, 64], 32, label="depth (layers)",
                                              free=(1, MAX_DEPTH))},
                    inputs={"x0": vector(STACK_INPUT, 1, 64), "eps": scalar(1e-6, 0.0, 1.0)}, setup=depth_setup,
-                   update=depth_update, presets=DEPTH_PRESETS, size=(7.2, 2.9), narrow=(3.3, 3.6)),
+                   update=depth_update, presets=DEPTH_PRESETS, size=(7.2, 2.9), narrow=(NARROW_IN, 3.6)),
     ]
