@@ -3,7 +3,8 @@
 page does with code (print media, as the PDF edition prints it).
 
 * figures of the text are drawn at least twice as many pixels as they are shown (SHARP), on a phone's 3x screen
-  three times (the phone drawing), and sit in the middle of their column;
+  three times (the phone drawing), and sit in the middle of their column; on a phone, the phone drawings and the
+  explorables' frames fill their column (FILLS);
 * a slider's touch target is at least 24 x 24 CSS px (WCAG 2.2, 2.5.8);
 * a table column of sentences is at least READABLE px wide (the table scrolls in its box instead);
 * no line of a display equation that MathJax broke is a lone symbol (at least MIN_MATH_LINE px wide);
@@ -46,6 +47,16 @@ FIGURES = """async () => {
 }"""
 
 
+# Every explorable's frame: its shown width and the width of the explorable's box inside its padding.
+FRAMES = """() => Array.from(document.querySelectorAll('.normlab-explorable img.nl-frame'), img => {
+  const box = img.closest('.normlab-explorable');
+  const style = getComputedStyle(box);
+  const inner = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return {name: box.dataset.explorable || box.id, shown: img.getBoundingClientRect().width, room: inner};
+})"""
+FILLS = 0.95   # on a phone a drawing made for phones fills this much of its column, at least
+
+
 def figure_pages() -> list[str]:
     from browser_support import SITE
 
@@ -67,9 +78,15 @@ def test_figures_are_sharp_and_centred(reader, size):
             want = PHONE_SHARP if phone and f["file"].endswith("-narrow.png") else SHARP
             if density < want:
                 problems.append(f"{page_path}: {f['file']} has {density:.2f} pixels per CSS px (at least {want})")
+            room = f["shown"] + f["left"] + f["right"]
+            if phone and f["file"].endswith("-narrow.png") and f["shown"] < FILLS * room:
+                problems.append(f"{page_path}: {f['file']} is {f['shown']:.0f} px wide in a {room:.0f} px column")
             if abs(f["left"] - f["right"]) > 2:
                 problems.append(f"{page_path}: {f['file']} is not centred ({f['left']:.0f} px left of it, "
                                 f"{f['right']:.0f} px right)")
+        if phone:
+            problems += [f"{page_path}: the frame of {f['name']} is {f['shown']:.0f} px wide in a {f['room']:.0f} px "
+                         "column" for f in r.page.evaluate(FRAMES) if f["shown"] and f["shown"] < FILLS * f["room"]]
         problems += r.problems
     assert not problems, "\n".join(problems)
 

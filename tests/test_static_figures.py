@@ -18,7 +18,15 @@ from PIL import Image
 
 from normlab_core import display
 from normlab_core.figures.diagrams import pre_post_wiring
-from normlab_core.figures.style import DPI, FIGURE_SHARPNESS, NARROW_IN, NARROW_SHARPNESS, blank_figure, house_style
+from normlab_core.figures.style import (
+    DPI,
+    FIGURE_SHARPNESS,
+    NARROW_IN,
+    NARROW_SHARPNESS,
+    WIDTH_IN,
+    blank_figure,
+    house_style,
+)
 from normlab_core.figures.training_runs import grad_norm_figure, update_size_figure
 
 _spec = importlib.util.spec_from_file_location("place_frames",
@@ -109,7 +117,7 @@ def test_each_static_figure_stacks_its_panels_in_the_narrow_layout():
     for draw, args in ((grad_norm_figure, (per_layer, [6, 12, 24], "mlp.w2")), (pre_post_wiring, (2,)),
                        (update_size_figure, ([1, 2, 4, 8], change))):
         wide, narrow = draw(*args), draw(*args, narrow=True)
-        assert narrow.get_figwidth() == NARROW_IN and wide.get_figwidth() > 2 * NARROW_IN, draw.__name__
+        assert narrow.get_figwidth() == NARROW_IN and wide.get_figwidth() == WIDTH_IN > 1.5 * NARROW_IN, draw.__name__
         boxes = panel_boxes(narrow)
         for upper, lower in zip(boxes, boxes[1:], strict=False):   # one column, top to bottom, no overlap
             assert upper.y0 >= lower.y1 and upper.x1 - upper.x0 > 0.6, draw.__name__

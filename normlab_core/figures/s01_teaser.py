@@ -8,7 +8,7 @@ from ..examples import STACK_INPUT
 from ..formatting import number
 from ..interactive import Explorable, Preset, Slider, vector
 from ..residual import Affine, stack_curves
-from .style import COLORS, PLACEMENT_NAMES, label, panels, vector_label
+from .style import COLORS, NARROW_IN, PLACEMENT_NAMES, label, panels, vector_label
 
 MAX_DEPTH = 48
 TOP = 1e16                 # the magnitude axis ends here; larger values are drawn on its top edge
@@ -144,4 +144,4 @@ def entries() -> list:
                   "gain": Slider([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], 0.5,
                                  label="sublayer gain a in F(v) = a v + 0.1", free=(0.0, 2.0))},
         inputs={"x0": vector(STACK_INPUT, 1, 64)}, setup=setup, update=update, presets=PRESETS,
-        narrow=(3.3, 5.4))]
+        narrow=(NARROW_IN, 5.4))]

@@ -13,7 +13,7 @@ from ..interactive import Choice, Explorable, Preset, Slider, vector
 from ..moments import one_pass_var, span_in_std
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, index_ticks, label, panels, value_formatter, vector_label
+from .style import COLORS, NARROW_IN, index_ticks, label, panels, value_formatter, vector_label
 
 
 def stored(offset: float, scale: float, dtype: str, x) -> np.ndarray:
@@ -167,4 +167,4 @@ def entries() -> list:
                                   label="scale (multiplies x's deviations)", free=(0.0, 1e3)),
                   "dtype": Choice(["float32", "float64"], "float32", label="stored as")},
         inputs={"x": vector(VECTOR_A, 2, 64)}, start=lambda x: {"offset": float(np.mean(x))},
-        setup=setup, update=update, presets=PRESETS, narrow=(3.3, 5.6))]
+        setup=setup, update=update, presets=PRESETS, narrow=(NARROW_IN, 5.6))]

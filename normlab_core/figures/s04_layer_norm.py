@@ -12,7 +12,7 @@ from ..formatting import number
 from ..interactive import Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, index_ticks, label, panels, value_formatter
+from .style import COLORS, NARROW_IN, index_ticks, label, panels, value_formatter
 
 OUT_LIM = 5.0
 
@@ -232,7 +232,7 @@ def entries() -> list:
                    controls={"scale": Slider([0.0, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0], 1.0,
                                              label="scale (multiplies x's deviations)", free=(0.0, 100.0)),
                              "eps": eps},
-                   inputs={"x": x}, setup=setup, update=update_eps, presets=EPS_PRESETS, narrow=(3.3, 5.4)),
+                   inputs={"x": x}, setup=setup, update=update_eps, presets=EPS_PRESETS, narrow=(NARROW_IN, 5.4)),
         Explorable("layer_norm_affine", title="LayerNorm ignores the offset; gamma and beta set the output's "
                    "spread and centre",
                    controls={"offset": Slider([-100.0, 0.0, 100.5, 200.0], 100.5, label="offset (the mean of x)",
@@ -240,7 +240,7 @@ def entries() -> list:
                              "gamma": Slider([0.0, 0.5, 1.0, 1.5, 2.0], 1.0, label="gamma", free=(-5.0, 5.0)),
                              "beta": Slider([-2.0, -1.0, 0.0, 1.0, 2.0], 0.0, label="beta", free=(-5.0, 5.0))},
                    inputs={"x": x, "eps": scalar(1e-5, 0.0, 10.0)}, start=lambda x, eps: {"offset": float(x.mean())},
-                   setup=setup, update=update_affine, presets=AFFINE_PRESETS, narrow=(3.3, 5.4)),
+                   setup=setup, update=update_affine, presets=AFFINE_PRESETS, narrow=(NARROW_IN, 5.4)),
         Explorable("layer_norm_spread", title="Where epsilon stops being negligible: output spread against input "
                    "spread",
                    controls={"spread": Slider([1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 1.708, 10.0, 100.0], 1.708,
@@ -249,5 +249,5 @@ def entries() -> list:
                    inputs={"x": x}, setup=spread_setup,
                    start=lambda x: {"spread": min(max(float(x.std()), 1e-6), 100.0)},   # (a constant x: 1e-6)
                    update=spread_update, presets=SPREAD_PRESETS,
-                   narrow=(3.3, 4.2)),
+                   narrow=(NARROW_IN, 4.2)),
     ]

@@ -11,7 +11,7 @@ from ..geometry import along_ones, angle_to_plane, layer_norm_radius, plane_basi
 from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm, rms_norm
 from ..stats import length, mean_var
-from .style import COLORS, index_ticks, label, panels, vector_label
+from .style import COLORS, NARROW_IN, index_ticks, label, panels, vector_label
 
 OFFSETS = np.linspace(-50.0, 200.0, 501)
 STD_LIM = (1e-3, 3.0)
@@ -111,14 +111,15 @@ def entries() -> list:
     """The explorables of section 23.5."""
     return [Explorable(
         "rms_norm_offset", title="Slide the offset: RMSNorm's output collapses toward ±1, LayerNorm's keeps its "
-        "spread", setup=setup, update=update, presets=PRESETS, narrow=(3.3, 5.6),
+        "spread", setup=setup, update=update, presets=PRESETS, narrow=(NARROW_IN, 5.6),
         controls={"offset": Slider([-50.0, -20.0, -10.0, -5.0, -2.0, -1.0, 0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0,
                                     100.5, 200.0], 100.5, label="offset (the mean of x)", free=(-1e4, 1e4))},
         inputs={"x": vector(VECTOR_A, 2, 64), "eps": scalar(1e-5, 0.0, 10.0)},
         start=lambda x, eps: {"offset": float(x.mean())}),
         Explorable(
             "norm_geometry", title="At D = 3: LayerNorm drops x onto the plane, then both scale onto the sphere of "
-            "radius √3", setup=geometry_setup, update=geometry_update, presets=GEOMETRY_PRESETS, narrow=(3.3, 6.2),
+            "radius √3", setup=geometry_setup, update=geometry_update, presets=GEOMETRY_PRESETS,
+            narrow=(NARROW_IN, 6.2),
             controls={"shape": Choice(list(SHAPES), "offset", label="input x"),
                       "offset": Slider([-1.0, 0.0, 0.5, 1.0, 3.0], 0.0, label="added along 1", free=(-100.0, 100.0)),
                       "eps": Slider([0.0, 0.01, 0.1, 1.0], 0.0, label="eps", free=(0.0, 10.0))})]

@@ -13,7 +13,7 @@ from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm, rms_norm
 from ..precision import levels_between, restretch, round_to, spacing, stored_error
 from ..statistics_precision import to_format, var_one_pass, var_two_pass, var_welford
-from .style import COLORS, index_ticks, label, panels, vector_label
+from .style import COLORS, NARROW_IN, index_ticks, label, panels, vector_label
 
 # -- the morph from centred to offset data ----------------------------------------------------------------------
 MORPH_OUT_LIM = (-2.6, 2.2)   # the output panel's fixed axis
@@ -292,19 +292,19 @@ def entries() -> list:
                              "base": Choice(["x", "mixed"], "x", label="centred shape", labels=["x", "mixed"])},
                    inputs={"x": vector(CENTRED, 2, 16), "mixed": vector(MIXED, 2, 16), "eps": eps},
                    start=lambda x, mixed, eps: {"offset": float(x.mean())},
-                   setup=morph_setup, update=morph_update, presets=MORPH_PRESETS, narrow=(3.3, 5.4)),
+                   setup=morph_setup, update=morph_update, presets=MORPH_PRESETS, narrow=(NARROW_IN, 5.4)),
         Explorable("compare_precision", title="What 16-bit storage leaves for gamma: RMSNorm's compressed output "
                    "loses its levels",
                    controls={"offset": Slider([0.0, 0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4], 100.0,
                                               label="offset (the mean of x)", free=(0.0, 1e5)),
                              "fmt": Choice(["bfloat16", "float16"], "bfloat16", label="stored as")},
                    inputs={"x": vector(UNEVEN, 2, 256), "eps": eps}, setup=precision_setup, update=precision_update,
-                   presets=PRECISION_PRESETS, narrow=(3.3, 5.6)),
+                   presets=PRECISION_PRESETS, narrow=(NARROW_IN, 5.6)),
         Explorable("compare_variance", title="The variance of offset data in low precision: one pass, two "
                    "passes, or Welford's update",
                    controls={"offset": Slider([0.0, 1.0, 10.0, 30.0, 100.0, 300.0, 1e3, 3e3, 1e4], 300.0,
                                               label="offset (the mean of the row)", free=(0.0, 1e4)),
                              "fmt": Choice(["float32", "float16", "bfloat16"], "float32", label="computed in")},
                    inputs={"x": vector(UNEVEN, 2, 256)}, setup=variance_setup, update=variance_update,
-                   presets=VARIANCE_PRESETS, narrow=(3.3, 5.6)),
+                   presets=VARIANCE_PRESETS, narrow=(NARROW_IN, 5.6)),
     ]

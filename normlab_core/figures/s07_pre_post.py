@@ -10,7 +10,7 @@ from ..formatting import number
 from ..interactive import Choice, Explorable, Input, Preset, Slider, scalar, vector
 from ..residual import Affine, fd_curves, run_stack, sensitivity, stack_curves
 from ..stats import length
-from .style import COLORS, PLACEMENT_NAMES, label, panels, vector_label
+from .style import COLORS, NARROW_IN, PLACEMENT_NAMES, label, panels, vector_label
 
 MAX_DEPTH = 256
 SENS_LIM = (1e-12, 1e3)
@@ -248,18 +248,19 @@ def entries() -> list:
     x0, eps = vector(STACK_INPUT, 1, 64), scalar(1e-6, 0.0, 1.0)
     return [
         Explorable("pre_post_sensitivity", title="Pre-norm vs post-norm: how much of the input still reaches the "
-                   "output", setup=setup, update=update_sublayer, presets=SUBLAYER_PRESETS, narrow=(3.3, 5.6),
+                   "output", setup=setup, update=update_sublayer, presets=SUBLAYER_PRESETS, narrow=(NARROW_IN, 5.6),
                    controls={"depth": depth,
                              "gain": Slider([0.0, 0.5, 1.0, 1.5], 0.5, label="sublayer gain a", free=(0.0, 3.0)),
                              "bias": Slider([-0.5, 0.0, 0.1, 0.5], 0.1, label="sublayer bias b", free=(-2.0, 2.0))},
                    inputs={"x0": x0, "eps": eps}),
         Explorable("pre_post_final_norm", title="A final norm on top of the stack: both output lengths pinned, "
                    "pre-norm still sensitive", setup=setup, update=update_final, presets=FINAL_PRESETS,
-                   narrow=(3.3, 5.6), inputs={"x0": x0, "eps": eps, "sublayer": SUBLAYER},
+                   narrow=(NARROW_IN, 5.6), inputs={"x0": x0, "eps": eps, "sublayer": SUBLAYER},
                    controls={"depth": depth, "final_norm": Choice([False, True], False, label="final RMSNorm after "
                                                                   "the stack", labels=["off", "on"])}),
         Explorable("pre_post_fd_error", title="The reference program's measurement: forward differences against "
-                   "the exact sensitivity", setup=fd_setup, update=fd_update, presets=FD_PRESETS, narrow=(3.3, 3.8),
+                   "the exact sensitivity", setup=fd_setup, update=fd_update, presets=FD_PRESETS,
+                   narrow=(NARROW_IN, 3.8),
                    controls={"h": Slider([1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1], 1e-3,
                                          label="forward-difference step h", free=(1e-12, 1.0)),
                              "dtype": Choice(["float32", "float64"], "float32", label="arithmetic")},

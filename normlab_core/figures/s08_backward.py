@@ -12,7 +12,7 @@ from ..formatting import number
 from ..gradcheck import numerical_gradient
 from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm
-from .style import COLORS, index_ticks, label, panels, vector_label
+from .style import COLORS, NARROW_IN, index_ticks, label, panels, vector_label
 
 H_LO, H_HI = 1e-10, 1e-1
 REFERENCE_H = 1e-4
@@ -135,4 +135,4 @@ def entries() -> list:
                   "dtype": Choice(list(DTYPES), "float32", label="arithmetic")},
         inputs={"x": vector(BACKWARD_INPUT, 2, 32), "dy": vector(BACKWARD_UPSTREAM, 2, 32),
                 "eps": scalar(1e-5, 0.0, 1.0)},
-        setup=setup, update=update, presets=PRESETS, narrow=(3.3, 5.6))]
+        setup=setup, update=update, presets=PRESETS, narrow=(NARROW_IN, 5.6))]

@@ -13,7 +13,7 @@ from matplotlib.ticker import FuncFormatter
 from ..formatting import number
 from ..interactive import Choice, Explorable, Preset, Slider
 from . import training_runs
-from .style import COLORS, label, panels
+from .style import COLORS, NARROW_IN, label, panels
 from .training_runs import (
     FLOAT16_MAX,
     PLACEMENT_NAMES,
@@ -309,20 +309,20 @@ def entries() -> list:
     return [
         Explorable("train_outcomes", title="Does it train? Every seed's loss, post-norm against pre-norm, and the "
                    "seeds that solved the task", setup=grid_setup, update=grid_update, presets=_grid_presets(exp),
-                   narrow=(3.3, 6.4),
+                   narrow=(NARROW_IN, 6.4),
                    controls={"depth": Choice(DEPTHS, 6, label="depth", labels=[f"{d} layers" for d in DEPTHS]),
                              "lr": lr,
                              "warmup": Choice(WARMUPS, 0.0, label="warm-up",
                                                labels=[warmup_label(w, short=True) for w in WARMUPS])}),
         Explorable("train_fixes", title="What each fix does to the tiny model: its loss, and the size of its "
                    "residual stream", setup=fix_setup, update=fix_update, presets=_fix_presets(exp),
-                   narrow=(3.3, 6.0),
+                   narrow=(NARROW_IN, 6.0),
                    controls={"variant": Choice(list(VARIANTS), "DeepNorm", label="model"),
                              "depth": Slider(FIX_DEPTHS, 24, label="depth (layers)"),
                              "lr": Slider(FIX_LRS, 0.001, label="peak learning rate")}),
         Explorable("train_qk_norm",
                    title=f"QK-norm at high learning rates: the largest attention logit, depth {QK_DEPTH}",
-                   setup=qk_setup, update=qk_update, presets=_qk_presets(exp), narrow=(3.3, 6.0),
+                   setup=qk_setup, update=qk_update, presets=_qk_presets(exp), narrow=(NARROW_IN, 6.0),
                    controls={"placement": Choice(QK_PLACEMENTS, "pre", label="placement",
                                                  labels=[PLACEMENT_NAMES[p] for p in QK_PLACEMENTS]),
                              "lr": Slider(QK_LRS, 0.03, label="peak learning rate"),
