@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from browser_support import ROOT, SCREENSHOTS, Tab, toc_pages, wait_for_mathjax
 
+from normlab_core.canvas import NARROW_SHARPNESS
+
 pytestmark = pytest.mark.browser
 
 PAGES = toc_pages()
@@ -436,10 +438,10 @@ def shot(root, size: str, name: str) -> None:
     root.page.evaluate(hide, "")
 
 
-NARROW = """(root) => { const img = root.querySelector('img.nl-frame');
+NARROW = ("""(root) => { const img = root.querySelector('img.nl-frame');
   const spec = JSON.parse(root.querySelector('.nl-spec').textContent);
-  return {natural: img.naturalWidth, shown: img.getBoundingClientRect().width, want: 2 * spec.narrow[0],
-          css: spec.narrow[0], src: img.currentSrc || img.src, file: spec.first.narrow[0]}; }"""
+  return {natural: img.naturalWidth, shown: img.getBoundingClientRect().width, want: Math.round(%s * spec.narrow[0]),
+          css: spec.narrow[0], src: img.currentSrc || img.src, file: spec.first.narrow[0]}; }""" % NARROW_SHARPNESS)
 
 
 def narrow_problems(root, where: str) -> list[str]:

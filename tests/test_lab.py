@@ -298,10 +298,10 @@ CELLS = ["from normlab_core.display import show",
 
 def phone_pass(page: LabPage, names: list[str]) -> list[str]:
     """The notebook's explorables on a 390 x 844 phone screen (JupyterLab in single-document mode, side panels
-    closed): each shows the narrow layout's frame (drawn for a 360 px column at 2x) and fits the screen.
+    closed): each shows the narrow layout's frame (drawn for a 342 px column at 3x) and fits the screen.
     Screenshots: _build/screenshots/390x844/lab-<name>.png. The window is set back to 1280 x 900 afterwards."""
     from normlab_core.figures import get
-    from normlab_core.figures.style import DPI
+    from normlab_core.figures.style import DPI, NARROW_SHARPNESS
 
     p, bad = page.page, []
     shell = "(mode) => { const s = window.jupyterapp.shell; s.mode = mode; s.collapseLeft(); s.collapseRight(); }"
@@ -309,7 +309,7 @@ def phone_pass(page: LabPage, names: list[str]) -> list[str]:
     p.evaluate(shell, "single-document")
     try:
         for name, root in zip(names, p.query_selector_all(ROOTS), strict=True):
-            natural = 2 * round(get(name).narrow_size[0] * DPI)
+            natural = NARROW_SHARPNESS * round(get(name).narrow_size[0] * DPI)
             root.scroll_into_view_if_needed()
             s = wait_for(p, root, f"s.natural === {natural} && !s.status")
             root.scroll_into_view_if_needed()
@@ -344,7 +344,7 @@ def test_lab_as_a_learner_uses_it(lab, expected):
     import nbformat
 
     from normlab_core.figures import get
-    from normlab_core.figures.style import DPI, NARROW_IN
+    from normlab_core.figures.style import DPI, NARROW_IN, NARROW_SHARPNESS
 
     page, server, browser = lab
     page.problems.clear()
@@ -420,14 +420,14 @@ def test_lab_as_a_learner_uses_it(lab, expected):
     assert done["showing"] == "=0.0002,0" and done["controls"] == ["0.0002", "float32"]
     fd.query_selector("button[data-preset='float64']").click()
     assert wait_for(p, fd, "s.showing === '4,1'")["showing"] == "4,1"
-    # 5. a phone: the narrow layout, drawn for a 360 px column at 2x
+    # 5. a phone: the narrow layout, drawn for a 342 px column at 3x
     phone = LabPage(browser, server, viewport=(390, 844))
     try:
         phone.open(LEARNER)
         phone.page.evaluate("""() => { const shell = window.jupyterapp.shell; shell.mode = 'single-document';
                                        shell.collapseLeft(); shell.collapseRight(); }""")
         small = phone.page.wait_for_selector(ROOTS + ".nl-pre-post-fd-error", timeout=90000)
-        natural = 2 * round(NARROW_IN * DPI)   # the narrow layout, drawn at 2x
+        natural = NARROW_SHARPNESS * round(NARROW_IN * DPI)   # the narrow layout, drawn at 3x
         s = wait_for(phone.page, small, f"s.natural === {natural} && s.showing === '4,1'")
         steps = [st for *_, st in plan(get("pre_post_fd_error"))]
         at = steps.index({"h": 0.001, "dtype": "float64"})

@@ -70,7 +70,7 @@ def test_render_gives_a_png_readouts_and_alt_text_that_states_the_result():
     assert pixels(f.png).shape == (594, 1296, 3)   # 7.2 x 3.3 in at 2 x 90 dpi
     assert f.readouts == {"largest |y|": "5", "marks": "4"} and f.alt == "x scaled by 1: 4 marks"
     narrow = exp.render(narrow=True)
-    assert pixels(narrow.png).shape == (900, 720, 3) and narrow[1:] == f[1:]
+    assert pixels(narrow.png).shape == (1350, 1080, 3) and narrow[1:] == f[1:]   # 4 x 5 in at 3 x 90 dpi
 
 
 def test_a_frame_depends_on_its_values_and_inputs_only():

@@ -47,22 +47,30 @@ FIGURES = """async () => {
 }"""
 
 
-# Every explorable's frame: its shown width and the width of the explorable's box inside its padding.
-FRAMES = """() => Array.from(document.querySelectorAll('.normlab-explorable img.nl-frame'), img => {
-  const box = img.closest('.normlab-explorable');
-  const style = getComputedStyle(box);
-  const inner = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-  return {name: box.dataset.explorable || box.id, shown: img.getBoundingClientRect().width, room: inner};
-})"""
+# Every explorable's frame: its pixels, its shown width and the width of the explorable's box inside its padding.
+FRAMES = """async () => {
+  const out = [];
+  for (const img of document.querySelectorAll('.normlab-explorable img.nl-frame')) {
+    img.scrollIntoView();
+    await img.decode().catch(() => null);
+    const box = img.closest('.normlab-explorable');
+    const style = getComputedStyle(box);
+    const inner = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    out.push({name: box.dataset.explorable || box.id, pixels: img.naturalWidth, shown: img.getBoundingClientRect().width,
+              room: inner});
+  }
+  return out;
+}"""
 FILLS = 0.95   # on a phone a drawing made for phones fills this much of its column, at least
 
 
 def figure_pages() -> list[str]:
+    """The pages with a figure of the text or an explorable."""
     from browser_support import SITE
 
     return [p for p in PAGES if (SITE / f"{p}.html").is_file()
             and 'class="cell_output' in (text := (SITE / f"{p}.html").read_text(encoding="utf-8"))
-            and ("_images/" in text)]
+            and ("_images/" in text or "normlab-explorable" in text)]
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -85,8 +93,13 @@ def test_figures_are_sharp_and_centred(reader, size):
                 problems.append(f"{page_path}: {f['file']} is not centred ({f['left']:.0f} px left of it, "
                                 f"{f['right']:.0f} px right)")
         if phone:
-            problems += [f"{page_path}: the frame of {f['name']} is {f['shown']:.0f} px wide in a {f['room']:.0f} px "
-                         "column" for f in r.page.evaluate(FRAMES) if f["shown"] and f["shown"] < FILLS * f["room"]]
+            for f in r.page.evaluate(FRAMES):
+                if f["shown"] and f["shown"] < FILLS * f["room"]:
+                    problems.append(f"{page_path}: the frame of {f['name']} is {f['shown']:.0f} px wide in a "
+                                    f"{f['room']:.0f} px column")
+                if f["shown"] and f["pixels"] / f["shown"] < PHONE_SHARP:
+                    problems.append(f"{page_path}: the frame of {f['name']} has {f['pixels'] / f['shown']:.2f} pixels "
+                                    f"per CSS px (at least {PHONE_SHARP}, for a phone's 3x screen)")
         problems += r.problems
     assert not problems, "\n".join(problems)
 

@@ -20,7 +20,7 @@ from matplotlib.transforms import Bbox
 from PIL import Image
 
 from .._threads import one_blas_thread
-from ..canvas import DPI, HEIGHT_IN, NARROW_IN, SHARPNESS, WIDTH_IN, blank_figure, house_palette, house_style
+from ..canvas import DPI, HEIGHT_IN, NARROW_IN, NARROW_SHARPNESS, SHARPNESS, WIDTH_IN, blank_figure, house_palette, house_style
 from ..formatting import number
 from .controls import Choice, Input, Preset, Slider
 
@@ -191,7 +191,8 @@ class _Drawing:
     """One figure of an explorable (a layout and a set of inputs), its palette and its kept backgrounds."""
 
     def __init__(self, exp: Explorable, narrow: bool, start: dict):
-        self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size), dpi=DPI * SHARPNESS)
+        self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size),
+                               dpi=DPI * (NARROW_SHARPNESS if narrow else SHARPNESS))
         self.exp, self.backgrounds, self.static = exp, OrderedDict(), set()
         with house_style(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
