@@ -121,7 +121,7 @@ STUDIES = {
         "seeds": [3, 4],
         "axes": [{"placement": ["post"], "depth": [12], "lr": [1e-3], "warmup": [0.0]},
                  {"placement": ["post"], "norm": ["rms_norm"], "depth": [12], "lr": [1e-3], "warmup": [0.0, 0.15]},
-                 {"placement": ["pre"], "norm": ["dyt"], "depth": [24], "lr": [1e-3], "warmup": [0.0]}],
+                 {"placement": ["pre"], "norm": ["dyt"], "depth": [12, 24], "lr": [1e-3], "warmup": [0.0]}],
     },
 }
 
