@@ -438,10 +438,11 @@ def shot(root, size: str, name: str) -> None:
     root.page.evaluate(hide, "")
 
 
-NARROW = ("""(root) => { const img = root.querySelector('img.nl-frame');
+NARROW = """(root) => { const img = root.querySelector('img.nl-frame');
   const spec = JSON.parse(root.querySelector('.nl-spec').textContent);
-  return {natural: img.naturalWidth, shown: img.getBoundingClientRect().width, want: Math.round(%s * spec.narrow[0]),
-          css: spec.narrow[0], src: img.currentSrc || img.src, file: spec.first.narrow[0]}; }""" % NARROW_SHARPNESS)
+  return {natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+          want: Math.round(SHARPNESS * spec.narrow[0]), css: spec.narrow[0], src: img.currentSrc || img.src,
+          file: spec.first.narrow[0]}; }""".replace("SHARPNESS", str(NARROW_SHARPNESS))
 
 
 def narrow_problems(root, where: str) -> list[str]:

@@ -56,8 +56,8 @@ FRAMES = """async () => {
     const box = img.closest('.normlab-explorable');
     const style = getComputedStyle(box);
     const inner = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-    out.push({name: box.dataset.explorable || box.id, pixels: img.naturalWidth, shown: img.getBoundingClientRect().width,
-              room: inner});
+    out.push({name: box.dataset.explorable || box.id, pixels: img.naturalWidth,
+              shown: img.getBoundingClientRect().width, room: inner});
   }
   return out;
 }"""

@@ -20,7 +20,17 @@ from matplotlib.transforms import Bbox
 from PIL import Image
 
 from .._threads import one_blas_thread
-from ..canvas import DPI, HEIGHT_IN, NARROW_IN, NARROW_SHARPNESS, SHARPNESS, WIDTH_IN, blank_figure, house_palette, house_style
+from ..canvas import (
+    DPI,
+    HEIGHT_IN,
+    NARROW_IN,
+    NARROW_SHARPNESS,
+    SHARPNESS,
+    WIDTH_IN,
+    blank_figure,
+    house_palette,
+    house_style,
+)
 from ..formatting import number
 from .controls import Choice, Input, Preset, Slider
 
