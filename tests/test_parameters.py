@@ -147,6 +147,8 @@ CHECKS = {
         lambda t: "b is not a's shape" in t and "gives the same number" not in t,
         lambda t: "s$ = [" in t and "[-0.5, 1.5, -2.5" not in t],
     ("04_layer_norm", 1): [lambda t: "(here 0.1)" in t and "here $10^{-5}$" not in t],
+    ("07_pre_post_norm", 0): [lambda t: "a 6-term sum" in t and "four-term" not in t,
+                              lambda t: "pinned near 2" not in t and "Counted in units of the last printed decimal" in t],
     ("05_rms_norm", 1): [lambda t: "offset 100.5" not in t],
     ("09_key_takeaways", 1): [lambda t: "(input [3, -1, 2, 0.5], $\\epsilon$ = 0.01)" in t and "[1, 2, 3, 4]" not in t],
 }
