@@ -394,3 +394,52 @@ def test_every_large_stream_is_compressed(pdf):
             if obj.get("/Filter") is None and len(obj.get_data()) > 4096:
                 raw.append(f"page {number + 1}: a {len(obj.get_data()) // 1024} KB drawing without a filter")
     assert not raw, f"{len(raw)} uncompressed content streams, e.g. " + "; ".join(raw[:5])
+
+
+# A page of the book's print stylesheet with a spacer of `{h}` mm above a "Try this." lead-in and its list, as
+# normlab-book.js marks them (p.nl-lead-in before a <ul>).
+_LEAD_IN_PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head><body>
+<div class="bd-article"><div style="height: {h}mm"></div>
+<p class="nl-lead-in"><strong>Try this.</strong></p>
+<ul><li><p><strong>firststate</strong>: a state of the explorable, described in a sentence or two.</p></li>
+<li><p><strong>secondstate</strong>: another one.</p></li></ul></div></body></html>"""
+
+
+def _lead_in_pages(css: str, heights) -> list[tuple[float, bool]]:
+    """For each spacer height: (height, whether "Try this." and the first state print on the same page)."""
+    import io
+
+    from browser_support import launch
+    from playwright.sync_api import sync_playwright
+    from pypdf import PdfReader
+
+    out = []
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = browser.new_page()
+            for h in heights:
+                page.set_content(_LEAD_IN_PAGE.format(css=css, h=h))
+                texts = [_squash(p.extract_text() or "") for p in
+                         PdfReader(io.BytesIO(page.pdf(format="A4", prefer_css_page_size=True))).pages]
+                lead = next(i for i, t in enumerate(texts) if "Trythis." in t)
+                out.append((h, "firststate" in texts[lead]))
+        finally:
+            browser.close()
+    return out
+
+
+def test_the_print_stylesheet_keeps_try_this_with_its_list():
+    """Wherever the page ends, the lead-in moves with its list; without the stylesheet's two rules for it, some
+    spacer leaves it alone at the foot of a page (so the sweep reaches the case it guards against)."""
+    css = (ROOT / "book" / "assets" / "normlab-book.css").read_text(encoding="utf-8")
+    rules = re.findall(r"[^{}\n]*nl-lead-in[^{}]*\{[^}]*\}", css)
+    assert len(rules) == 2, rules
+    heights = [240 + 0.5 * i for i in range(52)]   # the lead-in's line walks down past the foot of the first page
+    apart = [h for h, together in _lead_in_pages(css, heights) if not together]
+    assert not apart, f"'Try this.' printed alone at the foot of a page with a spacer of {apart} mm"
+    stripped = css
+    for r in rules:
+        stripped = stripped.replace(r, "")
+    assert any(not together for _, together in _lead_in_pages(stripped, heights)), \
+        "the sweep never leaves the lead-in alone, even without its rules: it tests nothing"
