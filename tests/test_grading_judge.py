@@ -474,7 +474,8 @@ def test_describe_reads_values_through_the_built_in_types():
             return 99
 
     budget = [10**6]
-    assert wire.describe(Sneaky(2.5), np, budget) == {"t": "float", "v": 2.5, "cls": wire._qualname(Sneaky)}
+    assert wire.describe(Sneaky(2.5), np, budget) == {"t": "float", "v": 2.5,
+                                                      "cls": f"{Sneaky.__module__}.{Sneaky.__qualname__}"}
     assert wire.describe(Count(7), np, budget)["v"] == 7
     assert wire.describe(np.float32(0.5), np, budget) == {"t": "npscalar", "dtype": "float32", "v": 0.5,
                                                             "cls": "numpy.float32"}
