@@ -19,6 +19,7 @@ import pytest
 from browser_support import SiteServer
 from explorable_support import every_state, pixels, toy
 
+from normlab_core.canvas import DPI, NARROW_SHARPNESS
 from normlab_core.interactive import static
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,13 +204,14 @@ def test_a_slow_frame_shows_the_loading_state_and_a_phone_gets_the_narrow_layout
         root = page.locator(".normlab-explorable").element_handle()
         root.scroll_into_view_if_needed()
         first = settle(page, root, "1,2,0")
-        assert first["natural"] == 720, "a phone shows the narrow layout"
+        narrow = round(toy().narrow_size[0] * DPI * NARROW_SHARPNESS)   # the narrow layout's pixels, drawn at 3x
+        assert first["natural"] == narrow, "a phone shows the narrow layout"
         page.locator("input[type=range]").last.focus()
         page.keyboard.press("ArrowLeft")
         page.wait_for_function("r => r.classList.contains('nl-loading')", arg=root, timeout=2000)
         assert root.evaluate(STATE)["rows"] == first["rows"], "the readouts wait for their frame"
         done = settle(page, root, "1,1,0")
-        assert done["rows"][1] == "marks2" and done["natural"] == 720
+        assert done["rows"][1] == "marks2" and done["natural"] == narrow
         width = page.evaluate("() => document.documentElement.scrollWidth")
         assert width <= 390, f"the page is {width} px wide on a 390 px screen"
     finally:
