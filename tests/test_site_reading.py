@@ -1101,3 +1101,22 @@ def html_text(fragment: str) -> str:
     import html as html_lib
 
     return html_lib.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+# "lr 0.01", "learning rate of 0.003", "learning rates 0.001 to 0.01": the value after the words, however written
+LEARNING_RATE = re.compile(r"\b(?:lr|learning rates?|peak learning rate)(?: of| =| at)?\s+"
+                           r"(10[⁻^−-]\S*|[0-9][0-9.]*(?:\s*[×x]\s*10\S*|e-?\d+)?)")
+
+
+def test_a_learning_rate_is_written_one_way(site):
+    """Every learning rate the text names is a plain decimal (0.01, 0.0003), never 1e-2 or 10⁻² beside it."""
+    seen = {}
+    for page_path in PAGES:
+        html = (site / f"{page_path}.html").read_text(encoding="utf-8")
+        article = html[html.find("<article"):html.rfind("</article>")]
+        body = re.sub(r"<(script|style)\b.*?</\1>", " ", article, flags=re.S)   # prose, code and outputs
+        for value in LEARNING_RATE.findall(re.sub(r"\s+", " ", html_text(body))):
+            seen.setdefault(value, page_path)
+    other = {v: p for v, p in seen.items() if not re.fullmatch(r"0\.0*[1-9]\d*|[1-9]\d*", v.rstrip(".,;:"))}
+    assert not other, f"learning rates written another way: {other}"
+    assert len(seen) >= 4   # the grid's rates, at least
