@@ -196,6 +196,7 @@ def test_the_learners_server_sets_tcp_nodelay_on_kernel_websockets(monkeypatch):
     """lab/learner/jupyter_server_config.py swaps in a kernel connection that sets TCP_NODELAY before connecting
     (the JupyterLab tests and `make bench` run with it; the round-trip gain is in the bench's note)."""
     from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+    from jupyter_server.services.kernels.websocket import KernelWebsocketHandler
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT / "lab" / "learner")).load_config()
@@ -204,12 +205,15 @@ def test_the_learners_server_sets_tcp_nodelay_on_kernel_websockets(monkeypatch):
     calls = []
     monkeypatch.setattr(ZMQChannelsWebsocketConnection, "connect", lambda self: calls.append("connect") or "done")
 
-    class Handler:
+    class Handler(KernelWebsocketHandler):   # a handler without a request behind it: it only records set_nodelay
+        def __init__(self):
+            pass
+
         def set_nodelay(self, value):
             calls.append(("nodelay", value))
 
     conn = cls.__new__(cls)
-    conn._trait_values["websocket_handler"] = Handler()
+    conn.websocket_handler = Handler()
     assert cls.connect(conn) == "done"
     assert calls == [("nodelay", True), "connect"]
 
