@@ -231,9 +231,10 @@ def test_without_libseccomp_the_sandbox_runs_and_says_the_filter_is_off(monkeypa
     assert "seccomp filter off" in sandbox.confinement_note(LIMITS)
 
 
-def test_without_a_cgroup_the_per_process_limits_hold_and_the_run_says_so(monkeypatch):
+def test_without_a_cgroup_the_per_process_limits_hold_and_the_run_says_so(monkeypatch, tmp_path):
     require_sandbox()
-    monkeypatch.setattr(sandbox_limits, "_mounts", lambda: [])  # as on a machine with no cgroup to use
+    (tmp_path / "mounts").write_text("proc /proc proc rw 0 0\n")   # as on a machine with no cgroup to use
+    monkeypatch.setattr(sandbox_limits, "PROC_MOUNTS", tmp_path / "mounts")
     fork = ("import os, time\nn = 0\nfor _ in range(100):\n    try:\n        if os.fork() == 0:\n"
             "            time.sleep(2)\n            os._exit(0)\n        n += 1\n    except OSError:\n        break\n"
             "print('forked', n)")
@@ -252,9 +253,12 @@ def test_a_cgroup_v2_folder_gets_the_limits_and_reports_what_was_hit(monkeypatch
     (root / "grading.slice").mkdir(parents=True)
     (root / "grading.slice" / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
     (root / "grading.slice" / "cgroup.subtree_control").write_text("")
-    monkeypatch.setattr(sandbox_limits, "_mounts", lambda: [(str(root), "cgroup2", {"rw"})])
-    monkeypatch.setattr(sandbox_limits, "_own_groups", lambda: {"": "/grading.slice"})
-    group = sandbox_limits._v2(300 << 20, 20, 1.5)
+    (tmp_path / "mounts").write_text(f"proc /proc proc rw 0 0\ncgroup2 {root} cgroup2 rw,nosuid 0 0\n")
+    (tmp_path / "cgroup").write_text("0::/grading.slice\n")
+    monkeypatch.setattr(sandbox_limits, "PROC_MOUNTS", tmp_path / "mounts")
+    monkeypatch.setattr(sandbox_limits, "PROC_CGROUP", tmp_path / "cgroup")
+    group, why = sandbox_limits.open_cgroup(300 << 20, 20, 1.5)
+    assert group is not None and why == "", why
     folder = group.folders["all"]
     assert folder.parent == root / "grading.slice" and folder.name.startswith(f"normlab-{os.getpid()}-")
     assert (root / "grading.slice" / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
@@ -265,5 +269,5 @@ def test_a_cgroup_v2_folder_gets_the_limits_and_reports_what_was_hit(monkeypatch
     (folder / "pids.events").write_text("max 5\n")
     assert group.hits() == {"memory": 2, "processes": 5}
     (root / "grading.slice" / "cgroup.controllers").write_text("cpu io\n")
-    with pytest.raises(OSError, match="offers cpu io, not memory pids"):
-        sandbox_limits._v2(300 << 20, 20, 1.0)
+    group, why = sandbox_limits.open_cgroup(300 << 20, 20, 1.0)   # and no cgroup v1 to fall back on
+    assert group is None and "offers cpu io, not memory pids" in why and "cgroup v1" in why, why

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 PREFIX = "normlab-"
+PROC_MOUNTS = Path("/proc/self/mounts")   # where the cgroup file systems are mounted (a test points it elsewhere)
+PROC_CGROUP = Path("/proc/self/cgroup")   # this process's own cgroup in each hierarchy
 _NAMES = itertools.count()
 
 
@@ -104,7 +106,7 @@ def _fields(text: str) -> dict[str, int]:
 def _mounts() -> list[tuple[str, str, set]]:
     """(mount point, file system type, options) of the cgroup file systems."""
     out = []
-    for line in _read_text(Path("/proc/self/mounts")).splitlines():
+    for line in _read_text(PROC_MOUNTS).splitlines():
         parts = line.split()
         if len(parts) >= 4 and parts[2] in ("cgroup", "cgroup2"):
             out.append((parts[1], parts[2], set(parts[3].split(","))))
@@ -114,7 +116,7 @@ def _mounts() -> list[tuple[str, str, set]]:
 def _own_groups() -> dict[str, str]:
     """This process's cgroup in each hierarchy: {"": v2 path, "memory": v1 path, ...}."""
     out = {}
-    for line in _read_text(Path("/proc/self/cgroup")).splitlines():
+    for line in _read_text(PROC_CGROUP).splitlines():
         _, controllers, path = line.split(":", 2)
         for name in controllers.split(",") if controllers else [""]:
             out[name] = path
