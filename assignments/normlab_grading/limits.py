@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import functools
 import itertools
 import os
 import signal
@@ -294,22 +295,19 @@ def _build_filter(fd: int) -> None:
         lib.seccomp_release(ctx)
 
 
-_FILTER: list = []
-
-
+@functools.cache
 def seccomp_filter() -> tuple[bytes | None, str]:
-    """The compiled filter (a BPF program for bubblewrap's --seccomp), or None and why there is none."""
-    if not _FILTER:
-        import tempfile
+    """The compiled filter (a BPF program for bubblewrap's --seccomp), or None and why there is none; built once
+    (seccomp_filter.cache_clear() builds it again)."""
+    import tempfile
 
-        try:
-            with tempfile.TemporaryFile() as fh:
-                _build_filter(fh.fileno())
-                fh.seek(0)
-                _FILTER.append((fh.read(), ""))
-        except (OSError, AttributeError) as exc:
-            _FILTER.append((None, f"libseccomp could not build the filter ({exc})"))
-    return _FILTER[0]
+    try:
+        with tempfile.TemporaryFile() as fh:
+            _build_filter(fh.fileno())
+            fh.seek(0)
+            return fh.read(), ""
+    except (OSError, AttributeError) as exc:
+        return None, f"libseccomp could not build the filter ({exc})"
 
 
 def filter_file(program: bytes):
