@@ -57,7 +57,7 @@ def _key(png):
     src = "data:image/png;base64," + _b64.b64encode(png).decode("ascii")
     return f"{len(src)}:{src[-48:]}"
 for _v in _live.views(): _v.wait()
-print(_json.dumps([[_v.exp.name, _v.drawn, _key(_v.png), _fp(_v.inputs) == _fp(_v.exp._inputs({}))]
+print(_json.dumps([[_v.exp.name, _v.drawn, _key(_v.png), _fp(_v.inputs) == _fp(_v.exp.resolve({})[1])]
                    for _v in _live.views()], default=lambda o: o.item()))
 """
 
