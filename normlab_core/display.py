@@ -12,7 +12,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from ._threads import single_blas_thread
+from .blas_threads import single_blas_thread
 from .canvas import DPI, FIGURE_SHARPNESS, NARROW_SHARPNESS, figure_png, palette_png
 from .formatting import fmt_vector, ratio  # noqa: F401  (the notebooks take them from here)
 

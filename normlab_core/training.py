@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ._checks import check_positive_int
-from ._threads import single_blas_thread
+from .blas_threads import single_blas_thread
 from .outcome import label
 from .transformer import Config, evaluate, init_params, loss_and_grads
 
@@ -231,7 +231,7 @@ def run(cfg: Config, lr: float, steps: int = 500, warmup: float = 0.0, seed: int
     preview of the first part of a run). `progress` shows a bar (default: only in a Jupyter kernel);
     `callback(run)` is called after each evaluation with the Run so far. An interrupt (Ctrl-C) ends training
     early and the Run keeps what was trained (`interrupted` is then True). numpy's BLAS uses one thread meanwhile
-    (the matrices are too small to gain from more; normlab_core._threads).
+    (the matrices are too small to gain from more; normlab_core.blas_threads).
     """
     check_run_arguments(cfg, lr, steps, warmup, seed, batch, eval_every)
     stop = steps if stop_after is None else min(steps, check_positive_int(stop_after, "stop_after"))

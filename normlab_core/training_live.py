@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from ._threads import single_blas_thread
+from .blas_threads import single_blas_thread
 from .display import static_mode
 from .figures.style import COLORS, NARROW_IN, blank_figure, figure_png, house_style
 from .figures.training_runs import (

@@ -41,7 +41,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from normlab_core import data, outcome, training  # noqa: E402
-from normlab_core._threads import one_blas_thread  # noqa: E402
+from normlab_core.blas_threads import one_blas_thread  # noqa: E402
 from normlab_core.transformer import Config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -84,7 +84,7 @@ def test_the_live_trainer_draws_and_trains_on_one_blas_thread(two_threads, monke
 def test_the_limit_holds_while_another_thread_still_works(two_threads):
     """A cell trains while an explorable draws in its own thread: whichever ends first, the other keeps one
     thread, and the caller's limit comes back when both are done."""
-    from normlab_core._threads import one_blas_thread
+    from normlab_core.blas_threads import one_blas_thread
 
     inside, release, seen = threading.Event(), threading.Event(), []
 

@@ -19,7 +19,7 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 from PIL import Image
 
-from .._threads import one_blas_thread
+from ..blas_threads import one_blas_thread
 from ..canvas import (
     DPI,
     HEIGHT_IN,
