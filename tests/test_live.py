@@ -103,3 +103,56 @@ def test_show_checks_the_learners_inputs_before_it_shows_anything(monkeypatch):
         display.show("toy", x={"a": 1})
     with pytest.raises(ValueError, match="no control or input named"):
         display.show("toy", y=np.zeros(3))
+
+
+EXIT_WHILE_DRAWING = r"""
+import atexit, sys, threading, time
+sys.path.insert(0, {tests!r})
+sent, log = [], []
+
+def after_the_library():   # registered before normlab_core is imported, so it runs after the library's handler
+    n = len(sent)
+    time.sleep(0.6)   # three more slow frames' time: a worker still drawing ahead would send again
+    workers = [t.name for t in threading.enumerate() if t.name.startswith("normlab-")]
+    print("EXIT", n, len(sent), workers, log[-1] if log else "none", flush=True)
+
+atexit.register(after_the_library)
+from explorable_support import toy
+from normlab_core.interactive import live
+
+exp = toy()
+render = exp.render
+def slow(**kw):
+    log.append("drawing")
+    time.sleep(0.2)
+    out = render(**kw)
+    log.append("drawn")
+    return out
+exp.render = slow
+view = live.LiveView(exp, x=[0.0, 4.0, 1.0])
+view.send = lambda content, buffers=None: sent.append(content["key"])
+view.comm.handle_msg({{"content": {{"data": {{"method": "custom", "content":
+    {{"ahead": ["0,0,0", "0,1,0", "0,2,0", "1,0,0", "1,1,0", "2,0,0"], "layout": "wide"}}}}}}, "buffers": []}})
+time.sleep(0.3)   # the worker is inside its second frame ahead
+sys.exit(0)
+"""
+
+
+def test_a_kernel_that_exits_while_frames_are_drawn_ahead_sends_nothing_after_the_library_stops():
+    """At exit (a notebook closed, a kernel shut down) the library's handler runs before the kernel's and pyzmq's:
+    it lets the frame in progress finish and be sent, then no view draws or sends again. (A frame handed to the
+    kernel's IOPub thread after pyzmq had closed its garbage collector printed a traceback in the server log.)"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = EXIT_WHILE_DRAWING.format(tests=str(Path(__file__).parent))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("EXIT")]
+    assert line, out.stdout + out.stderr
+    _, at_stop, later, workers, last = line[0].split(" ", 4)
+    assert 1 <= int(at_stop) < 6, line      # some frames ahead went out, not all six
+    assert later == at_stop, f"{int(later) - int(at_stop)} frames sent after the library stopped: {line}"
+    assert workers == "[]" and last == "drawn", line    # the worker ended, after finishing its frame

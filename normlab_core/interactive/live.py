@@ -3,10 +3,16 @@ for a state by its key (`want`) and, while the reader pauses, for the states it 
 draws the latest request first, then the states ahead while nothing waits. A shown frame goes out as the `frame`
 trait to every view (two tabs, "New View"): views that did not ask for it follow it, so they always agree. Frames
 drawn ahead go out as custom messages, the PNG as a binary buffer. The output also carries a figure of the first
-frame, shown where the widget cannot be (a reopened notebook, another viewer)."""
+frame, shown where the widget cannot be (a reopened notebook, another viewer).
+
+When the kernel exits (the notebook closed or the kernel shut down), `stop_all` runs first among the exit handlers:
+no frame is drawn ahead any more, a frame being drawn or sent is let finish, and the kernel's IOPub thread sends
+what it was handed, all before pyzmq closes the helper that sends large buffers (a frame sent after that printed a
+traceback in the server's log)."""
 
 from __future__ import annotations
 
+import atexit
 import base64
 import html
 import os
@@ -23,11 +29,42 @@ from .static import HERE, spec
 CACHE = 64          # frames the kernel keeps per view
 KEEP = 48           # frames the browser keeps per view (decoded)
 _VIEWS: list = []
+_STOPPED = threading.Event()   # set by stop_all: no view draws or sends again
 
 
 def views() -> list:
     """Every live view made in this kernel that is still alive, oldest first."""
     return [v for v in (r() for r in _VIEWS) if v is not None]
+
+
+def stop_all(timeout: float = 2.0) -> None:
+    """Stop every view's drawing: requests and states ahead are dropped, a frame being drawn or sent is waited for
+    (up to `timeout` s per view), and then the messages already handed to the kernel's IOPub thread."""
+    _STOPPED.set()
+    for view in views():
+        with view._cond:
+            view._want, view._ahead = None, []
+            view._cond.notify_all()
+            view._cond.wait_for(lambda v=view: not v._busy, timeout)
+    try:
+        from ipykernel.kernelbase import Kernel
+    except ImportError:
+        return
+    iopub = getattr(Kernel.instance(), "iopub_thread", None) if Kernel.initialized() else None
+    if iopub is not None:      # its queue runs in order: once this runs, everything sent before it has gone
+        sent = threading.Event()
+        iopub.schedule(sent.set)
+        sent.wait(timeout)
+
+
+# atexit runs the handlers registered last first. pyzmq registers its garbage collector's handler (after which a
+# large buffer can no longer be sent) when that module is first imported, which is otherwise at the first large
+# message: import it now, so that stop_all, registered after it, runs before it.
+try:
+    import zmq.utils.garbage  # noqa: F401
+except ImportError:
+    pass
+atexit.register(stop_all)
 
 
 def key_values(exp: Explorable, key: str) -> dict:
@@ -111,8 +148,10 @@ class LiveView(anywidget.AnyWidget):
         """Draws the latest request, then the states asked for ahead while no request waits."""
         while True:
             with self._cond:
-                while self._want is None and not self._ahead:
+                while self._want is None and not self._ahead and not _STOPPED.is_set():
                     self._cond.wait()
+                if _STOPPED.is_set():
+                    return
                 (layout, key, by), self._want, self._busy = self._want or self._ahead.pop(0), None, True
             try:   # by: the view that asked for this state, or None for a state drawn ahead
                 f = self._frame(layout, key)
