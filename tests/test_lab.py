@@ -174,9 +174,17 @@ def lab(expected):
         yield page, server, browser
         page.close()
         browser.close()
-        new = server.log()[getattr(server, "checked_to", 0):]   # the last notebook's kernel has shut down by now
+        new = unchecked_log(server)   # the last notebook's kernel has shut down by now
         assert not server_tracebacks(new), (
             "after the last notebook closed, the server log has a traceback:\n" + new[-3000:])
+
+
+def unchecked_log(server) -> str:
+    """The server log written since the last call: each traceback fails the test during (or just after) which it
+    was written, not every test after it."""
+    log = server.log()
+    new, server.checked_to = log[getattr(server, "checked_to", 0):], len(log)
+    return new
 
 
 def drawn(page: LabPage) -> list:
@@ -247,9 +255,7 @@ def finish(page: LabPage, server, what: str, allowed=()) -> None:
     assert not problems, f"{what}: after moving the controls:\n" + "\n".join(problems)
     bad = [p for p in page.problems if not any(a in p for a in allowed)]
     assert not bad, f"{what}: in the page:\n" + "\n".join(bad)
-    # The log since the last check: each traceback fails the test during (or just after) which it was written.
-    log = server.log()
-    new, server.checked_to = log[getattr(server, "checked_to", 0):], len(log)
+    new = unchecked_log(server)
     assert not server_tracebacks(new), f"{what}: the server log has a traceback:\n" + new[-3000:]
 
 
