@@ -496,11 +496,9 @@ def _lab_kernel_runs(variants: dict, timeout: float = 1800.0) -> dict:
     private JupyterLab started with `make lab`'s learner configuration (scripts/lab.py's lab_env: lab/learner first
     on JUPYTER_CONFIG_PATH), the kernel started over the REST API as JupyterLab starts one for a notebook, with none
     of the thread variables `make experiments` sets."""
-    import sys
     import urllib.request
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from lab_support import LabServer  # the JupyterLab tests' server (a temporary root, no browser)
+    from scripts.lab_session import LabServer  # the JupyterLab tests' server (a temporary root, no browser)
 
     server = LabServer(notebooks=[])
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):

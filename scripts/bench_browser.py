@@ -24,7 +24,7 @@ Writes _build/bench/browser.json and prints a table. Nothing is asserted; goals 
 missed. Goals (issue 21): JupyterLab p90 <= 50 ms between stops and <= 80 ms for typed values, static page p90
 <= 50 ms.
 
-    .venv/bin/python scripts/bench_browser.py [--moves N] [--only lab|static] [--site DIR]
+    .venv/bin/python -m scripts.bench_browser [--moves N] [--only lab|static] [--site DIR]
                                               [--notebooks 04_layer_norm.ipynb ...]
 """
 
@@ -35,15 +35,14 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+from scripts.browser import CHROMIUM, SiteServer, launch
+from scripts.lab_session import SECTION_NOTEBOOKS, LabPage, LabServer
 
-from browser_support import CHROMIUM, SITE, SiteServer  # noqa: E402
-from lab_support import SECTION_NOTEBOOKS, LabPage, LabServer, launch_chromium  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "_build" / "html"
 
 OUT = ROOT / "_build" / "bench" / "browser.json"
 GOALS = {"lab_p90_ms": 50.0, "own_value_p90_ms": 80.0, "static_p90_ms": 50.0}   # issue 21
@@ -234,7 +233,7 @@ def main(argv=None) -> int:
                            "load_avg": os.getloadavg()}, "goals": GOALS, "moves_per_slider": args.moves}
     t0 = time.perf_counter()
     with sync_playwright() as pw:
-        browser = launch_chromium(pw, str(CHROMIUM))
+        browser = launch(pw, CHROMIUM)
         if args.only in (None, "lab"):
             saved = os.environ.get("NORMLAB_PREFETCH")
             try:

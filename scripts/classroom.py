@@ -1,6 +1,6 @@
 """A classroom on this machine: JupyterHub on 127.0.0.1, one instructor and a class of students (`make classroom`).
 
-    sudo .venv/bin/python scripts/classroom.py [--students 3] [--prefix nl-]
+    sudo .venv/bin/python -m scripts.classroom [--students 3] [--prefix nl-]
 
 Must run as root: it creates real Unix accounts (the instructor and each student, with a home folder of mode
 700 and a random password), a file-system exchange for nbgrader, the instructor's course folder (a copy of
@@ -209,8 +209,7 @@ class Classroom:
     def _make_course(self) -> subprocess.Popen:
         """The instructor's course folder: assignments/ copied (configuration, grader, sources), and the
         instructor's nbgrader settings pointing at it; returns `make release` (chapter 23 generated) started."""
-        sys.path.insert(0, str(ROOT / "scripts"))
-        import make_exercises
+        from scripts import make_exercises
 
         make_exercises.copy_course(self.course)
         jupyter_dir = self.home(self.instructor) / ".jupyter"

@@ -1,4 +1,4 @@
-"""The PDF edition of the book: `make pdf`, or `python scripts/make_pdf.py [SITE] [-o OUT.pdf]`.
+"""The PDF edition of the book: `make pdf`, or `python -m scripts.make_pdf [SITE] [-o OUT.pdf]`.
 
 Every page of _toc.yml, in the order of the table of contents, is opened from the built site
 (SITE, default _build/html, served on 127.0.0.1; a request to any other host is refused and reported)
@@ -28,41 +28,19 @@ Exits 1 with a message when the site is not built, a page fails to load, or a li
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import re
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
-import yaml
+from scripts import finish_site
+from scripts.browser import CHROMIUM, SiteServer, launch
+from scripts.toc import toc_pages
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-gpu"]
 BOOK_TITLE = "normlab: Normalization in Transformers"
-
-
-def toc_pages(toc_file: Path = ROOT / "_toc.yml") -> list[str]:
-    """Every page of _toc.yml in reading order, as paths without suffix ('notebooks/04_layer_norm')."""
-    toc = yaml.safe_load(Path(toc_file).read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("chapters"))
-            walk(entry.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return [str(Path(p).with_suffix("")) for p in pages]
 
 
 # -- which elements other pages link to ------------------------------------------------------------
@@ -94,24 +72,6 @@ def link_targets(site: Path, pages: list[str], base: str) -> dict[str, set[str]]
 
 
 # -- printing -----------------------------------------------------------------------------------------
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
-        pass
-
-    def handle(self):
-        try:
-            super().handle()
-        except ConnectionError:
-            pass  # the browser dropped a request it no longer needed
-
-
-def serve(site: Path):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/"
-
-
 # Ready to print: MathJax has typeset everything, every lazy figure is loaded and decoded.
 READY = """async () => {
   if (document.querySelector('script[src*="mathjax/MathJax.js"]')) {
@@ -219,14 +179,14 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
     from playwright.sync_api import sync_playwright
     from pypdf import PdfReader
 
-    httpd, base = serve(site)
     problems: list[str] = []
     printed = [{"name": name, "title": page_title(site, name), "file": workdir / f"{i:02d}.pdf"}
                for i, name in enumerate(pages)]
-    try:
+    with SiteServer(site) as server:
+        base = server.base
         targets = link_targets(site, pages, base)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            browser = launch(pw, CHROMIUM)
             context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
 
             def route(r):
@@ -282,9 +242,6 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
             page.set_content(NUMBERS.format(bottom=NUMBER_BOTTOM, pages=numbers))
             page.pdf(path=str(workdir / "numbers.pdf"), format="A4", prefer_css_page_size=True)
             browser.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     if problems:
         raise RuntimeError("\n".join(problems))
     return base, printed
@@ -406,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (site / "index.html").is_file():
         print(f"make_pdf: {site} has no index.html; run `make book` first", file=sys.stderr)
         return 1
-    if not Path(CHROMIUM).is_file():
+    if not CHROMIUM.is_file():
         print(f"make_pdf: {CHROMIUM} not found; install Debian's chromium (apt-get install chromium)", file=sys.stderr)
         return 1
     pages = toc_pages()
@@ -425,19 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = ", ".join(f"{v} {k}" for k, v in counts.items())
     print(f"make_pdf: {out} ({out.stat().st_size / 2**20:.1f} MB): {len(pages)} sections, {summary}; "
           f"{time.monotonic() - t0:.0f} s")
-    published = finish_site().publish_pdf(site, out)
+    published = finish_site.publish_pdf(site, out)
     print(f"make_pdf: published in the site as {published}; every page's header links it")
     return 0
-
-
-def finish_site():
-    """scripts/finish_site.py as a module (publish_pdf puts the PDF into the site and links it)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("finish_site", Path(__file__).with_name("finish_site.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 if __name__ == "__main__":

@@ -191,13 +191,14 @@ def page_sections(html: str, docname: str) -> dict:
 
 
 def toc_docnames(root: Path) -> list[str]:
-    """The pages of _toc.yml in reading order (the root first), as make_pdf.toc_pages reads them."""
+    """The pages of _toc.yml in reading order (the root first), as scripts/toc.py reads them (loaded by its path:
+    this runs inside the Sphinx build, where only scripts/ itself is importable)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("make_pdf", Path(__file__).with_name("make_pdf.py"))
-    make_pdf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make_pdf)
-    return make_pdf.toc_pages(Path(root) / "_toc.yml")
+    spec = importlib.util.spec_from_file_location("normlab_toc", Path(__file__).with_name("toc.py"))
+    toc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(toc)
+    return toc.toc_pages(Path(root) / "_toc.yml")
 
 
 def build_index(site: Path, docnames: list[str]) -> dict:

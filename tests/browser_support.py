@@ -3,26 +3,22 @@ a Chromium launcher that skips (or fails, when NORMLAB_REQUIRE_BROWSER=1) withou
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
-import sys
-import threading
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from scripts.browser import (  # noqa: F401  (the browser and the site server, shared with the tools)
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    HEADLESS_SHELL,
+    SiteServer,
+    driven_browser,
+)
+from scripts.browser import launch as _launch
+from scripts.toc import toc_pages  # noqa: F401  (the pages in reading order)
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from make_pdf import toc_pages  # noqa: E402,F401,I001  (the pages in reading order; scripts/ is not a package)
-
 SITE = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
-# Debian's chromium-headless-shell (.ci/run installs it): the same Blink, V8 and Skia as the browser without its
-# windowing and UI layers, about an eighth less CPU for the same page; the tests drive it where it is installed.
-HEADLESS_SHELL = Path("/usr/bin/chromium-headless-shell")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-gpu"]
 PAGE_LIMIT = 3 * 1024 * 1024  # bytes: a page's HTML plus the images and frames it loads
 
 
@@ -34,16 +30,6 @@ def require_site() -> Path:
         pytest.fail(f"{SITE} has no index.html: run `make book` first (the browser tests read the built site)",
                     pytrace=False)
     return SITE
-
-
-def driven_browser() -> Path | None:
-    """The browser the tests drive: $NORMLAB_CHROMIUM if set, else Debian's chromium-headless-shell, else its
-    chromium; None when none of them can be run."""
-    given = os.environ.get("NORMLAB_CHROMIUM")
-    for path in [Path(given)] if given else [HEADLESS_SHELL, CHROMIUM]:
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
-    return None
 
 
 def chromium_or_skip() -> str:
@@ -60,55 +46,6 @@ def chromium_or_skip() -> str:
     if os.environ.get("NORMLAB_REQUIRE_BROWSER") == "1":
         pytest.fail(msg + " (NORMLAB_REQUIRE_BROWSER=1, so a missing browser is a failure)", pytrace=False)
     pytest.skip(msg)
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
-        pass
-
-
-class _Server(http.server.ThreadingHTTPServer):
-    def handle_error(self, request, client_address):
-        import sys
-
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return  # the browser closed a page (a test's context) while a file was still being sent
-        super().handle_error(request, client_address)
-
-
-class SiteServer:
-    """Serves a directory over http://127.0.0.1:<free port>/ from a daemon thread."""
-
-    def __init__(self, directory: Path):
-        handler = functools.partial(_QuietHandler, directory=str(directory))
-        self.httpd = _Server(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        host, port = self.httpd.server_address[:2]
-        self.base = f"http://{host}:{port}/"
-        self.netloc = f"{host}:{port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def is_local(self, url: str) -> bool:
-        parts = urlsplit(url)
-        return parts.scheme in ("data", "blob", "about") or (parts.scheme == "http" and parts.netloc == self.netloc)
-
-    def local_file(self, url: str, site: Path) -> Path | None:
-        """The file a local URL is served from (None for data:/about: URLs)."""
-        parts = urlsplit(url)
-        if parts.scheme != "http":
-            return None
-        path = site / parts.path.lstrip("/")
-        if path.is_dir():
-            path = path / "index.html"
-        return path if path.is_file() else None
 
 
 def write_report_section(title: str, lines: list[str], rows: list[str] | None = None) -> Path:
@@ -165,9 +102,10 @@ DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 
-def launch(playwright):
-    """Debian's chromium, headless, through a running Playwright."""
-    return playwright.chromium.launch(executable_path=chromium_or_skip(), args=CHROMIUM_ARGS, headless=True)
+def launch(playwright, executable: str | None = None):
+    """The browser at `executable` (default: chromium_or_skip()), headless, through a running Playwright
+    (scripts/browser.py's launch, with its arguments)."""
+    return _launch(playwright, executable or chromium_or_skip())
 
 
 def wait_for_mathjax(page) -> None:

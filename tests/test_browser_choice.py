@@ -1,11 +1,13 @@
-"""Which browser the browser and JupyterLab tests drive (browser_support.driven_browser): $NORMLAB_CHROMIUM when
-set, else Debian's chromium-headless-shell, else its chromium, else none (the tests then skip, or fail under
-NORMLAB_REQUIRE_BROWSER=1)."""
+"""Which browser the PDF edition, the benches and the tests drive (scripts/browser.py, driven_browser):
+$NORMLAB_CHROMIUM when set, else Debian's chromium-headless-shell, else its chromium, else none (the tests then
+skip, or fail under NORMLAB_REQUIRE_BROWSER=1)."""
 
 from __future__ import annotations
 
 import browser_support
 import pytest
+
+from scripts import browser
 
 
 def _executable(path, mode=0o755):
@@ -17,21 +19,22 @@ def _executable(path, mode=0o755):
 @pytest.fixture
 def machine(tmp_path, monkeypatch):
     shell, chromium = tmp_path / "chromium-headless-shell", tmp_path / "chromium"
-    monkeypatch.setattr(browser_support, "HEADLESS_SHELL", shell)
-    monkeypatch.setattr(browser_support, "CHROMIUM", chromium)
+    for module in (browser, browser_support):   # browser_support's names are the ones its messages quote
+        monkeypatch.setattr(module, "HEADLESS_SHELL", shell)
+        monkeypatch.setattr(module, "CHROMIUM", chromium)
     monkeypatch.delenv("NORMLAB_CHROMIUM", raising=False)
     return shell, chromium
 
 
 def test_the_headless_shell_comes_first_then_chromium_then_none(machine):
     shell, chromium = machine
-    assert browser_support.driven_browser() is None
+    assert browser.driven_browser() is None
     _executable(chromium)
-    assert browser_support.driven_browser() == chromium
+    assert browser.driven_browser() == chromium
     _executable(shell)
-    assert browser_support.driven_browser() == shell
+    assert browser.driven_browser() == shell
     shell.chmod(0o644)   # present but not executable: passed over
-    assert browser_support.driven_browser() == chromium
+    assert browser.driven_browser() == chromium
 
 
 def test_normlab_chromium_names_the_browser_and_nothing_else_is_tried(machine, monkeypatch, tmp_path):
@@ -40,9 +43,9 @@ def test_normlab_chromium_names_the_browser_and_nothing_else_is_tried(machine, m
     _executable(chromium)
     own = _executable(tmp_path / "my-chromium")
     monkeypatch.setenv("NORMLAB_CHROMIUM", str(own))
-    assert browser_support.driven_browser() == own
+    assert browser.driven_browser() == own
     monkeypatch.setenv("NORMLAB_CHROMIUM", str(tmp_path / "missing"))
-    assert browser_support.driven_browser() is None
+    assert browser.driven_browser() is None
 
 
 def test_without_a_browser_the_tests_skip_or_fail_when_one_is_required(machine, monkeypatch):

@@ -32,18 +32,17 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import CHROMIUM_ARGS, SCREENSHOTS, chromium_or_skip
+from browser_support import SCREENSHOTS, chromium_or_skip, launch
 from grading_support import WRONG, mx, require_sandbox, solutions
 
+from scripts import classroom as hub
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import classroom as hub  # noqa: E402  (scripts/classroom.py)
 
 pytestmark = [pytest.mark.classroom, pytest.mark.timeout(900)]
 SHOTS = SCREENSHOTS / "classroom"
@@ -231,7 +230,7 @@ def test_the_classroom_path(tmp_path):
 def _walk(room, steps, answers, sync_playwright):
     correct, partly, blank = room.students
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_or_skip(), args=CHROMIUM_ARGS, headless=True)
+        browser = launch(pw)
         people = {}
         try:
             with steps("everyone: log in (the hub spawns the four servers at once)"):

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from normlab_core import data
+from scripts import experiments  # as `make experiments` runs it: the module scripts.experiments
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-from normlab_core import data  # noqa: E402
-from scripts import experiments  # noqa: E402  (as `make experiments` runs it: the module scripts.experiments)
 
 # A tiny model and a study of it (the real studies are left as they are): 2 placements x 2 depths x 2 seeds of
 # 12 steps, and the update-size study at depths 1 and 2 for the same two placements (3 seeds each): 20 jobs.

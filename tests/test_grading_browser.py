@@ -22,9 +22,9 @@ import pytest
 from browser_support import chromium_or_skip
 from grading_support import mx, released_course, require_sandbox, shared_tmp, solutions, structure
 from hostile_markup import ANSWER_WORDS, SHOWN, hostile
-from lab_support import LabPage, LabServer, launch_chromium
+from lab_support import LabPage, LabServer, launch
 
-import lab as lab_script  # noqa: E402  (scripts/lab.py, on sys.path through browser_support)
+from scripts import lab as lab_script
 
 pytestmark = pytest.mark.lab
 STUDENT = "mallory"
@@ -98,7 +98,7 @@ def test_formgrader_manual_grading_runs_no_student_markup(course):
     from playwright.sync_api import sync_playwright
 
     with CourseLab(course) as server, sync_playwright() as pw:
-        browser = launch_chromium(pw, chromium_or_skip())
+        browser = launch(pw, chromium_or_skip())
         try:
             lab = LabPage(browser, server)   # JupyterLab starts under the policy (it waits for the app)
             csp = [p for p in lab.problems if "Content Security Policy" in p or "Content-Security-Policy" in p]
@@ -140,7 +140,7 @@ def test_the_feedback_page_runs_no_student_markup(course):
     page_path = course / "feedback" / STUDENT / mx.ASSIGNMENT / "exercises.html"
     assert page_path.is_file()
     with sync_playwright() as pw:
-        browser = launch_chromium(pw, chromium_or_skip())
+        browser = launch(pw, chromium_or_skip())
         try:
             context = browser.new_context()
             page = context.new_page()

@@ -141,10 +141,8 @@ def test_an_untouched_written_answer_keeps_its_text():
 
 def test_the_instructors_server_sends_a_content_security_policy():
     import runpy
-    import sys
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import lab as lab_script
+    from scripts import lab as lab_script
 
     env = lab_script.lab_env({}, instructor=True)
     folder = Path(env["JUPYTER_CONFIG_PATH"].split(":")[0])

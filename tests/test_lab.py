@@ -37,7 +37,7 @@ from lab_support import (
     LabPage,
     LabServer,
     expected_views,
-    launch_chromium,
+    launch,
     plan,
     server_tracebacks,
 )
@@ -169,7 +169,7 @@ def lab(expected):
     from playwright.sync_api import sync_playwright
 
     with LabServer() as server, sync_playwright() as pw:
-        browser = launch_chromium(pw, executable)
+        browser = launch(pw, executable)
         page = LabPage(browser, server)
         yield page, server, browser
         page.close()

@@ -198,12 +198,12 @@ VISIBLE_OUTPUTS = """() => Array.from(document.querySelectorAll(
 @pytest.fixture(scope="module")
 def lab11():
     from browser_support import chromium_or_skip
-    from lab_support import LabServer, launch_chromium
+    from lab_support import LabServer, launch
     from playwright.sync_api import sync_playwright
 
     executable = chromium_or_skip()
     with LabServer(["11_does_it_train.ipynb"]) as server, sync_playwright() as pw:
-        browser = launch_chromium(pw, executable)
+        browser = launch(pw, executable)
         yield server, browser
         browser.close()
 

@@ -26,10 +26,9 @@ from pathlib import Path
 
 import pytest
 from browser_support import ROOT, SCREENSHOTS, chromium_or_skip
-from lab_support import LabPage, LabServer, launch_chromium, server_tracebacks
+from lab_support import LabPage, LabServer, launch, server_tracebacks
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import lab as lab_script  # noqa: E402  (scripts/ is not a package)
+from scripts import lab as lab_script
 
 NOTEBOOK = "notebooks/01_what_you_will_learn.ipynb"
 
@@ -90,7 +89,7 @@ def test_a_learner_follows_a_glossary_link_and_meets_no_grading_tools():
     from playwright.sync_api import sync_playwright
 
     with RepoLab() as server, sync_playwright() as pw:
-        browser = launch_chromium(pw, chromium_or_skip())
+        browser = launch(pw, chromium_or_skip())
         problems = []
         assert _status(server.url("formgrader")) == 404, "nbgrader's formgrader answers in the learners' JupyterLab"
         assert _status(server.url("assignments")) == 404, "nbgrader's assignment list answers for learners"
@@ -155,7 +154,7 @@ def test_instructors_have_the_grading_tools():
 
     with RepoLab(instructor=True) as server, sync_playwright() as pw:
         assert _status(server.url("formgrader")) != 404, "no formgrader in the instructors' JupyterLab"
-        browser = launch_chromium(pw, chromium_or_skip())
+        browser = launch(pw, chromium_or_skip())
         lab = LabPage(browser, server)
         lab.open(NOTEBOOK)
         lab.page.wait_for_timeout(1000)

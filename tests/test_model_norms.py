@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import copy
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from test_references import CITATION, listed
 
+from scripts import model_norms_page as mnp
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import model_norms_page as mnp  # noqa: E402  (scripts/ is not a package)
 
 DATA = mnp.load()
 PAGE = (ROOT / "book" / "models.md").read_text(encoding="utf-8")

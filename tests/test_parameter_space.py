@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import random
 import re
-import sys
 
 import nbformat
 import pytest
 from test_prose_numbers import ROOT
 from toc_support import toc_notebooks
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from refresh_notebooks import execute  # noqa: E402
+from scripts.refresh_notebooks import execute
 
 NOTEBOOKS = ROOT / "notebooks"
 DRAWS = 2

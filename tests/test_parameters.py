@@ -17,7 +17,6 @@ Cost: one execution per notebook, about as long as `make notebooks` takes for it
 from __future__ import annotations
 
 import re
-import sys
 
 import nbformat
 import pytest
@@ -34,8 +33,7 @@ from test_prose_numbers import (
 )
 from toc_support import toc_notebooks
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from refresh_notebooks import (  # noqa: E402
+from scripts.refresh_notebooks import (
     EVAL,
     METADATA_KEY,
     eval_failures,

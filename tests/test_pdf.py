@@ -20,14 +20,13 @@ import html as html_lib
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from scripts import make_pdf
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import make_pdf  # noqa: E402  (scripts/ is not a package)
 
 pytestmark = pytest.mark.pdf
 

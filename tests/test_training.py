@@ -336,13 +336,10 @@ def test_notebook_prose_numbers_are_printed_or_computed():
 
 def test_notebook_runs_with_edited_parameters_and_its_prose_follows():
     """The edit-and-rerun check of tests/test_parameters.py, for notebook 11."""
-    import importlib
-
     import nbformat
     from test_parameters import literal_numbers_left_behind, stored_values
 
-    notebooks = importlib.import_module("refresh_notebooks")   # scripts/ is on sys.path once test_parameters is in
-    execute, eval_failures = notebooks.execute, notebooks.eval_failures
+    from scripts.refresh_notebooks import eval_failures, execute
     stored = nbformat.read(NB11, as_version=4)
     nb = nbformat.read(NB11, as_version=4)
     execute(nb, NB11.parent, overrides=NB11_EDIT)

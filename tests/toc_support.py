@@ -1,5 +1,5 @@
 """The book's notebooks as _toc.yml lists them, in reading order. Tests find notebooks here and never by their file
-names, so a notebook joins the checks when it joins the book (scripts/make_pdf.py's toc_pages reads the file)."""
+names, so a notebook joins the checks when it joins the book (scripts/toc.py reads the file)."""
 
 from __future__ import annotations
 
