@@ -54,6 +54,14 @@ lab: $(STAMP)
 lab-instructor: $(STAMP)
 	$(BIN)/python scripts/lab.py --instructor $(LAB_ARGS)
 
+# The site as last built by `make book`: the targets that read it (pdf, screenshots, bench) rebuild it first when any
+# of its sources is newer than this stamp (the last thing `make book` writes), not merely when it is missing.
+SITE_STAMP := _build/html/.normlab-built
+SITE_SOURCES := _config.yml _toc.yml CITATION.cff $(shell find notebooks book normlab_core scripts -type f \
+  -not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
+$(SITE_STAMP): $(STAMP) $(SITE_SOURCES)
+	$(MAKE) --no-print-directory book
+
 # The static site: notebooks are executed with NORMLAB_STATIC=1, so every explorable
 # is written out as a pre-rendered slider that works without a kernel.
 book: $(STAMP)
@@ -61,12 +69,12 @@ book: $(STAMP)
 	NORMLAB_STATIC=1 NORMLAB_FRAMES=$(CURDIR)/_build/nl-frames MPLBACKEND=Agg $(BIN)/jupyter-book build . --path-output . -W -n --keep-going
 	$(BIN)/python scripts/place_frames.py _build/html _build/nl-frames
 	$(BIN)/python scripts/finish_site.py _build/html
+	touch $(SITE_STAMP)
 	@echo "Site: _build/html/index.html  (view: $(BIN)/python -m http.server -d _build/html)"
 
 # The PDF edition: every page of the built site, in the order of _toc.yml, printed by Debian's Chromium with
 # the book's print stylesheet, joined into one PDF with bookmarks and internal links (scripts/make_pdf.py).
-pdf: $(STAMP)
-	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
+pdf: $(STAMP) $(SITE_STAMP)
 	$(BIN)/python -m scripts.make_pdf _build/html -o _build/pdf/normlab.pdf
 
 # Re-execute the section notebooks in place (fresh kernel, no timings, no widget state) to refresh their
@@ -110,8 +118,7 @@ test-browser: $(STAMP)
 # Full-page screenshots of every page at 1280x900 and 390x844 (_build/screenshots/<size>/ and a copy of each in
 # _build/screenshots/), taken by the browser tests' page reads on the site as built; `make test` takes the
 # screenshots of each explorable and of each page's first screen, and leaves the full pages to this target.
-screenshots: $(STAMP)
-	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
+screenshots: $(STAMP) $(SITE_STAMP)
 	NORMLAB_PAGE_SHOTS=1 $(BIN)/pytest $(XDIST_BROWSER) tests/test_site_reading.py -m browser -k "test_page_on_a"
 
 # The PDF edition of the site as built, then its checks (tests/test_pdf.py: pages, bookmarks, text, links).
@@ -140,10 +147,9 @@ test-portable: $(STAMP)
 test-determinism: $(STAMP)
 	for run in 1 2 3; do MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS) || exit 1; done
 
-bench: $(STAMP)
+bench: $(STAMP) $(SITE_STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m scripts.bench
 	$(BIN)/python scripts/bench_grading.py
-	@test -f _build/html/index.html || $(MAKE) book
 	MPLBACKEND=Agg $(BIN)/python -m scripts.bench_browser
 
 # The training lab's runs ("Does it train?"): every study of scripts/experiments.py as jobs on Dask distributed, with a
