@@ -14,6 +14,7 @@ user's server, deletes the accounts with their homes, and the exchange.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import pwd
@@ -35,6 +36,7 @@ PROXY = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 COURSE_ID = "normlab"
 ASSIGNMENT = "chapter23"
 STUDENT_NAMES = ("ada", "ben", "cleo", "dan", "eli", "fay", "gus", "hal")
+ROSTER_SURNAME = "Example"   # every student's last name in the roster the classroom imports
 
 
 class ClassroomError(RuntimeError):
@@ -168,7 +170,27 @@ class Classroom:
             out, err = release.communicate()
         if release.returncode != 0:
             raise ClassroomError(f"make release in the course folder failed:\n{out}\n{err}")
+        self._import_roster()
         timings["hub and course"] = time.monotonic() - t0
+
+    def _import_roster(self):
+        """The students' names in the gradebook, as an instructor brings in a class list (the guide: `nbgrader db
+        student import`): ~/roster.csv with one row per student, so the formgrader lists names, not "None"."""
+        roster = self.home(self.instructor) / "roster.csv"
+        with roster.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["id", "first_name", "last_name", "email"])
+            for name in self.students:
+                writer.writerow([name, self.first_name(name), ROSTER_SURNAME, f"{name}@example.org"])
+        _run(["chown", f"{self.instructor}:{self.instructor}", str(roster)])
+        done = self.as_user(self.instructor, [str(self.bin / "nbgrader"), "db", "student", "import", str(roster)],
+                            cwd=self.course)
+        if done.returncode != 0:
+            raise ClassroomError(f"nbgrader db student import failed:\n{done.stdout}\n{done.stderr}")
+
+    def first_name(self, student: str) -> str:
+        """The roster's first name of `student` (the account name without the prefix, capitalized: "Ada")."""
+        return student[len(self.prefix):].capitalize()
 
     def home(self, name: str) -> Path:
         return self.homes / name

@@ -319,6 +319,8 @@ def _walk(room, steps, answers, sync_playwright):
                     line.wait_for(timeout=WAIT)
                     want = f"{float(grades[s]['score']):g} / {float(grades[s]['max_score']):g}"
                     assert want in line.inner_text(), (s, want, line.inner_text())
+                    name = f"{hub.ROSTER_SURNAME}, {room.first_name(s)}"   # nbgrader lists "last, first"
+                    assert name in line.inner_text(), (s, name, line.inner_text())
                 teacher.shot("instructor-formgrader-submissions")
 
             seen = {}
