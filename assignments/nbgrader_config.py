@@ -13,7 +13,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from normlab_grading.feedback import HideHiddenTests  # noqa: E402
+import nbgrader  # noqa: E402
+from normlab_grading.feedback import HideHiddenTests, MathAsMathML  # noqa: E402
 
 c.CourseDirectory.course_id = "normlab"
 c.CourseDirectory.root = HERE
@@ -30,7 +31,14 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     HideHiddenTests,
+    MathAsMathML,
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+# The maths of the feedback page is MathML in the page (MathAsMathML), so the page loads no MathJax from a CDN:
+# the course's template folder, searched before nbgrader's own, replaces nbconvert's MathJax loader with nothing.
+c.HTMLExporter.extra_template_basedirs = [
+    os.path.join(HERE, "normlab_grading", "templates"),
+    os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
 ]
 
 # The exchange through which `release_assignment`, `fetch_assignment`, `submit`, `collect`, `release_feedback`

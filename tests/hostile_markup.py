@@ -46,6 +46,8 @@ ANSWER = f"""{ANSWER_WORDS}, as in $\\sigma + \\epsilon$ with $a < b$.
 <iframe srcdoc="<script>parent.{payload('md-iframe')}</script>"></iframe>
 [click me](javascript:{payload('md-link')}) and [again](JaVaScRiPt&#58;{payload('md-link2')})
 <a href="javascript:{payload('md-a')}">a link</a>
+Maths that would carry markup: $\\text{{<img src=x onerror="{payload('md-math-text')}">}}$ and
+$\\href{{javascript:{payload('md-math-href')}}}{{x}}$.
 """
 
 OUTPUTS_CELL = f"""

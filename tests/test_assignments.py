@@ -33,7 +33,7 @@ from grading_support import (
 STORED = ROOT / "notebooks" / "10_exercises.ipynb"
 REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
 sys.path.insert(0, str(ROOT / "assignments"))
-from normlab_grading import feedback, review  # noqa: E402
+from normlab_grading import feedback, inert, review  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -258,6 +258,42 @@ def test_feedback_filter_drops_hidden_tests_and_tracebacks():
     feedback.clean_check_cell(cell)
     assert cell.source == "assert x == 1, 'visible'"
     assert cell.outputs[0]["traceback"] == ["AssertionError: 1(a): visible"]
+
+
+def test_feedback_typesets_maths_as_mathml_and_leaves_code_alone():
+    typeset = feedback.typeset
+    assert typeset("a $x_i$ b") == ('a <math xmlns="http://www.w3.org/1998/Math/MathML" display="inline"><mrow>'
+                                    '<msub><mi>x</mi><mi>i</mi></msub></mrow></math> b')
+    assert 'display="block"' in typeset("$$\\sum_i x_i$$") and 'display="block"' in typeset("\\[y\\]")
+    assert "<mfrac>" in typeset("\\(\\frac{a}{b}\\)")
+    for unchanged in ("`$HOME` costs \\$5", "```\n$a$\n```", "$a\n\nb$", "no maths", "$\\frac{" * 400 + "$"):
+        assert typeset(unchanged) == unchanged, unchanged
+    assert typeset("`$a$` and $b$").startswith("`$a$` and <math")
+
+
+@pytest.mark.parametrize("tex", ["\\text{<img src=x onerror=alert(1)>}", "\\href{javascript:alert(1)}{x}",
+                                 "\\style{color:red}{x}", "\\class{c}{x}", "\\color{red}{x}", "\\fbox{<i>}"])
+def test_feedback_leaves_a_formula_as_written_when_its_mathml_would_carry_more_than_maths(tex):
+    # the converter passes markup, links, styles and classes through: such a formula stays as its text
+    # (MathAsMathML gives the converter only the instructor's text anyway)
+    assert feedback.typeset(f"${tex}$") == f"${tex}$"
+
+
+def test_feedback_mathml_holds_markup_characters_as_characters():
+    out = feedback.typeset("$\\mathrm{</math><b>}$")
+    assert out.startswith("<math") and "&#x0003C;" in out and "<b>" not in out and "</math><" not in out
+
+
+def test_feedback_typesets_the_instructors_cells_only():
+    prose = nbformat.v4.new_markdown_cell("the mean $\\mu$")
+    mine = nbformat.v4.new_markdown_cell(inert.clean_markdown("my $\\mu$"))
+    graded = nbformat.v4.new_markdown_cell("answer")
+    graded.metadata["nbgrader"] = {"grade": True, "solution": True, "grade_id": "a", "points": 1,
+                                   "comment": "use $\\sigma$"}
+    nb = nbformat.v4.new_notebook(cells=[prose, mine, graded])
+    nb, _ = feedback.MathAsMathML().preprocess(nb, {})
+    assert nb.cells[0].source.startswith("the mean <math") and nb.cells[1].source == inert.clean_markdown("my $\\mu$")
+    assert nb.cells[2].metadata["nbgrader"]["comment"].startswith("use <math")
 
 
 def test_make_exercises_only_is_a_command(capsys):

@@ -19,12 +19,14 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import chromium_or_skip
+from browser_support import SCREENSHOTS, chromium_or_skip
 from grading_support import mx, released_course, require_sandbox, shared_tmp, solutions, structure
 from hostile_markup import ANSWER_WORDS, SHOWN, hostile
 from lab_support import LabPage, LabServer, launch
 
 from scripts import lab as lab_script
+
+SHOTS = SCREENSHOTS / "grading"
 
 pytestmark = pytest.mark.lab
 STUDENT = "mallory"
@@ -142,16 +144,36 @@ def test_the_feedback_page_runs_no_student_markup(course):
     with sync_playwright() as pw:
         browser = launch(pw, chromium_or_skip())
         try:
-            context = browser.new_context()
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()
-            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))
-                       else route.abort())
+            elsewhere = []
+
+            def route(r):
+                if r.request.url.startswith(("file:", "data:")):
+                    r.continue_()
+                else:
+                    elsewhere.append(r.request.url)
+                    r.abort()
+
+            page.route("**/*", route)
             page.goto(page_path.as_uri(), wait_until="load")
+            # the instructor's maths, typeset as MathML by the page itself: every formula is laid out
+            maths = page.evaluate("""() => Array.from(document.querySelectorAll('math')).map(m => {
+              const r = m.getBoundingClientRect(); return [r.width, r.height]; })""")
+            first = page.locator("math").first
+            first.scroll_into_view_if_needed()
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "feedback-1280.png"))
+            page.set_viewport_size({"width": 390, "height": 844})
+            first.scroll_into_view_if_needed()
+            page.screenshot(path=str(SHOTS / "feedback-390.png"))
             _click_links_and_wait(page)
             shown = _shown(page)
             context.close()
         finally:
             browser.close()
+    assert elsewhere == [], f"the feedback page asked another host for {elsewhere}"
+    assert len(maths) > 50 and all(w > 0 and h > 0 for w, h in maths), maths[:5]
     assert shown["pwned"] is None, shown["pwned"]
     for words in (ANSWER_WORDS, *SHOWN):
         assert words in shown["text"], words

@@ -86,11 +86,12 @@ def render(nb: dict, template: str) -> str:
         resources = {"base_url": "/", "assignment_id": "chapter23", "notebook_id": "exercises", "submission_id": "x",
                      "index": 0, "total": 1, "student": "s", "last_name": "", "first_name": "",
                      "notebook_path": "/tree/autograded/s/chapter23/exercises.ipynb"}
-    else:   # the feedback page (nbgrader generate_feedback's exporter)
+    else:   # the feedback page: nbgrader generate_feedback's exporter, with the course's templates and preprocessors
         from nbgrader.server_extensions.formgrader import handlers
 
+        course = course_config()
         config.HTMLExporter.template_name = "feedback"
-        config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+        config.HTMLExporter.extra_template_basedirs = course.HTMLExporter.extra_template_basedirs
         config.HTMLExporter.extra_template_paths = [str(Path(handlers.template_path).parent / "static" / "node_modules"
                                                         / "bootstrap" / "dist" / "css")]
         resources = {"nbgrader": {"score": 0, "max_score": 29, "late_penalty": 0, "notebook": "exercises"}}
@@ -99,8 +100,19 @@ def render(nb: dict, template: str) -> str:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade"):
             meta["score"] = 0
+    if template == "feedback":
+        for step in course.GenerateFeedback.preprocessors:
+            if not isinstance(step, str):   # the course's own (nbgrader's GetGrades needs a gradebook)
+                node, _ = step().preprocess(node, {})
     body, _ = HTMLExporter(config=config).from_notebook_node(node, resources=resources)
     return body
+
+
+def course_config():
+    """The course's nbgrader_config.py, loaded as nbgrader loads it."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(COURSE)).load_config()
 
 
 @pytest.mark.parametrize("template", ["formgrade", "feedback"])
@@ -114,6 +126,20 @@ def test_no_student_markup_is_active_in_the_rendered_pages(graded, template):
         assert words in text, words
     want = base64.b64encode(png()).decode()
     assert any(src.endswith(want) and src.startswith("data:image/png;base64,") for src in page.images), page.images
+
+
+def test_the_feedback_page_typesets_the_instructors_maths_and_loads_nothing(graded):
+    body = render(graded, "feedback")
+    assert "<script" not in body and "cdnjs" not in body, "the feedback page loads a script (MathJax from a CDN)"
+    release = structure.load(STORED)
+    prose = "".join(c["source"] for c in release["cells"] if c["cell_type"] == "markdown" and not structure.grade_id(c))
+    assert "$\\varepsilon" in prose and body.count("<math ") >= prose.count("$") // 2 - prose.count("$$")
+    page = Active()
+    page.feed(body)
+    text = " ".join(page.text)
+    assert "\\varepsilon" not in text.replace("$\\sigma + \\epsilon$", "")   # the instructor's maths is typeset
+    assert "$\\sigma + \\epsilon$" in text   # and the student's is shown as they typed it
+    assert "$\\href{javascript:" in text   # (the converter would have made a link of it)
 
 
 def test_only_text_and_images_are_kept_of_the_outputs(graded):

@@ -147,6 +147,9 @@ def test_feedback_shows_verdicts_and_leaks_nothing(graded):
         # their own errors (the delegating answers raise in the graded copy of normlab_core)
         if student not in ("blank", "forged", "transformer", "frame", "internals", "crash", "delegating"):
             assert "Traceback (most recent call last)" not in text and "----> " not in text, student
+    page = (course / "feedback" / "reference" / mx.ASSIGNMENT / "exercises.html").read_text(encoding="utf-8")
+    assert "<script" not in page and "cdnjs" not in page   # no MathJax from a CDN: the maths is MathML in the page
+    assert page.count("<math ") > 50 and "$(\\dots, D)$" not in page   # prose of exercise 2
     wrong = _feedback(course, "wrong_a")
     assert "def layer_norm_vector" in wrong  # the student's own code
     assert "1(a): layer_norm_vector([1, 2, 3, 4], eps=1e-05): returned" in wrong  # a visible case, with values
