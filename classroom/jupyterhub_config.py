@@ -55,10 +55,18 @@ c.Spawner.environment = {
 # No resource limits per user here: LocalProcessSpawner cannot enforce them (a real deployment: see the guide).
 
 
+INSTRUCTORS = os.path.join(os.path.dirname(HERE), "lab", "instructor")   # `make lab-instructor`'s configuration
+
+
 def per_role(spawner):
-    """The instructor's server gets nbgrader's tools (formgrader included); students get the assignment list only."""
+    """The instructor's server gets nbgrader's tools (formgrader included), with `make lab-instructor`'s
+    Content-Security-Policy and its MathJax for Formgrader's pages (lab/instructor, lab/instructor/share);
+    students get the assignment list only."""
     role = "instructor" if spawner.user.name == S["instructor"] else "student"
     spawner.environment["JUPYTER_CONFIG_PATH"] = os.path.join(HERE, role)
+    if role == "instructor":
+        spawner.environment["JUPYTER_CONFIG_PATH"] += os.pathsep + INSTRUCTORS
+        spawner.environment["JUPYTER_PATH"] = os.path.join(INSTRUCTORS, "share")
 
 
 c.Spawner.pre_spawn_hook = per_role

@@ -152,7 +152,9 @@ class Person:
             const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1] || '';
             const r = await fetch(url, {method, headers: {'X-XSRFToken': decodeURIComponent(xsrf),
                                         'Content-Type': 'application/json'}, body: body && JSON.stringify(body)});
-            return {status: r.status, json: r.headers.get('content-type', '').includes('json') ? await r.json() : null};
+            const text = await r.text();
+            return {status: r.status, text,
+                    json: (r.headers.get('content-type') || '').includes('json') ? JSON.parse(text) : null};
         }""", [method, self.base + path, body])
 
     def shot(self, name: str):
@@ -321,6 +323,21 @@ def _walk(room, steps, answers, sync_playwright):
                     name = f"{hub.ROSTER_SURNAME}, {room.first_name(s)}"   # nbgrader lists "last, first"
                     assert name in line.inner_text(), (s, name, line.inner_text())
                 teacher.shot("instructor-formgrader-submissions")
+
+            with steps("instructor: open a submission in the formgrader's manual grading page"):
+                listed = teacher.api("GET", f"formgrader/api/submitted_notebooks/{A}/{mx.NOTEBOOK[:-6]}")
+                assert listed["status"] == 200, listed
+                sid = next(n["id"] for n in json.loads(listed["text"]) if n["student"] == partly)   # (text/html)
+                response = teacher.page.goto(teacher.base + f"formgrader/submissions/{sid}/")
+                policy = response.headers.get("content-security-policy", "")
+                assert "default-src 'self'" in policy and "object-src 'none'" in policy, policy  # lab/instructor's
+                # the exercises' maths typeset by MathJax from the instructor's own server, under /user/<name>/
+                teacher.page.wait_for_function("() => document.querySelectorAll('.MathJax, .MathJax_Display')"
+                                               ".length > 50", timeout=WAIT)
+                teacher.page.wait_for_function("() => Array.from(document.querySelectorAll('input.score'))"
+                                               ".some(i => (i.getAttribute('placeholder') || '') !== '')",
+                                               timeout=WAIT)   # Formgrader's own script works under the policy
+                teacher.shot("instructor-formgrader-manual-grading")
 
             seen = {}
             for student in room.students:
