@@ -261,14 +261,22 @@ def test_feedback_filter_drops_hidden_tests_and_tracebacks():
 
 
 def test_feedback_typesets_maths_as_mathml_and_leaves_code_alone():
-    typeset = feedback.typeset
-    assert typeset("a $x_i$ b") == ('a <math xmlns="http://www.w3.org/1998/Math/MathML" display="inline"><mrow>'
-                                    '<msub><mi>x</mi><mi>i</mi></msub></mrow></math> b')
-    assert 'display="block"' in typeset("$$\\sum_i x_i$$") and 'display="block"' in typeset("\\[y\\]")
-    assert "<mfrac>" in typeset("\\(\\frac{a}{b}\\)")
-    for unchanged in ("`$HOME` costs \\$5", "```\n$a$\n```", "$a\n\nb$", "no maths", "$\\frac{" * 400 + "$"):
-        assert typeset(unchanged) == unchanged, unchanged
-    assert typeset("`$a$` and $b$").startswith("`$a$` and <math")
+    def typeset(text):   # the HTML inside the one block typeset() returns
+        out = feedback.typeset(text)
+        head = f'<div class="{feedback.TYPESET}">'
+        assert out.startswith(head) and out.endswith("</div>") and "\n" not in out, out
+        return out[len(head):-len("</div>")].replace("&#10;", "\n").strip()
+
+    assert typeset("a $x_i$ b") == ('<p>a <math xmlns="http://www.w3.org/1998/Math/MathML" display="inline"><mrow>'
+                                    '<msub><mi>x</mi><mi>i</mi></msub></mrow></math> b</p>')
+    assert 'display="block"' in typeset("$$\\sum_i x_i$$")
+    assert "<mfrac>" in typeset("see $\\frac{a}{b}$")
+    for unchanged, shown in (("`$HOME` costs \\$5", "<code>$HOME</code> costs $5"), ("```\n$a$\n```", "$a$"),
+                             ("$a\n\nb$", "$a"), ("no maths", "no maths"), ("$\\frac{" * 400 + "$", "$\\frac{")):
+        out = typeset(unchanged)
+        assert "<math" not in out and shown in out, (unchanged, out)
+    assert typeset("`$a$` and $b$").startswith("<p><code>$a$</code> and <math")
+    assert typeset("# Exercise 1\n\ntext").startswith('<h1 id="Exercise-1">')   # nbconvert's own headings
 
 
 @pytest.mark.parametrize("tex", ["\\text{<img src=x onerror=alert(1)>}", "\\href{javascript:alert(1)}{x}",
@@ -276,11 +284,13 @@ def test_feedback_typesets_maths_as_mathml_and_leaves_code_alone():
 def test_feedback_leaves_a_formula_as_written_when_its_mathml_would_carry_more_than_maths(tex):
     # the converter passes markup, links, styles and classes through: such a formula stays as its text
     # (MathAsMathML gives the converter only the instructor's text anyway)
-    assert feedback.typeset(f"${tex}$") == f"${tex}$"
+    assert feedback.mathml(tex, "inline") is None
+    out = feedback.typeset(f"${tex}$")
+    assert "<math" not in out and "javascript:" not in out.replace("$\\href{javascript:", ""), out
 
 
 def test_feedback_mathml_holds_markup_characters_as_characters():
-    out = feedback.typeset("$\\mathrm{</math><b>}$")
+    out = feedback.mathml("\\mathrm{</math><b>}", "inline")
     assert out.startswith("<math") and "&#x0003C;" in out and "<b>" not in out and "</math><" not in out
 
 
@@ -292,8 +302,8 @@ def test_feedback_typesets_the_instructors_cells_only():
                                    "comment": "use $\\sigma$"}
     nb = nbformat.v4.new_notebook(cells=[prose, mine, graded])
     nb, _ = feedback.MathAsMathML().preprocess(nb, {})
-    assert nb.cells[0].source.startswith("the mean <math") and nb.cells[1].source == inert.clean_markdown("my $\\mu$")
-    assert nb.cells[2].metadata["nbgrader"]["comment"].startswith("use <math")
+    assert "<p>the mean <math" in nb.cells[0].source and nb.cells[1].source == inert.clean_markdown("my $\\mu$")
+    assert "<p>use <math" in nb.cells[2].metadata["nbgrader"]["comment"]
 
 
 def test_make_exercises_only_is_a_command(capsys):

@@ -55,13 +55,6 @@ class HideHiddenTests(Preprocessor):
         return nb, resources
 
 
-# Code (fenced blocks, then inline spans) is left alone; outside it, display maths ($$...$$, \[...\]) and inline
-# maths (\(...\), $...$ not across a blank line, not an escaped \$) become MathML.
-_CODE = re.compile(r"^(```|~~~).*?^\1[^\n]*$|(`+).+?\2", re.S | re.M)
-_MATH = re.compile(r"\$\$(?P<d1>.+?)\$\$|\\\[(?P<d2>.+?)\\\]|\\\((?P<i1>.+?)\\\)"
-                   r"|(?<![\\$])\$(?P<i2>(?:\\.|[^$\\])+?)\$", re.S)
-
-
 # What a converted formula may contain: MathML elements with presentation attributes only (no href, style,
 # class or colour), checked on the converter's output, so a formula that would bring anything else stays as written.
 _ATTRIBUTE = (r'(?:xmlns|display|mathvariant|stretchy|accent|accentunder|fence|separator|lspace|rspace|notation'
@@ -69,30 +62,44 @@ _ATTRIBUTE = (r'(?:xmlns|display|mathvariant|stretchy|accent|accentunder|fence|s
               r'|linethickness|width|height|depth|minsize|maxsize|movablelimits|symmetric|form|largeop|voffset'
               r'|align|open|close|separators|bevelled)="[^"<>&]*"')
 _TAG = re.compile(r"<(?!/?(?:math|m[a-z]{1,12}|semantics|annotation)(?:\s+" + _ATTRIBUTE + r")*\s*/?>)")
+TYPESET = "normlab-typeset"   # the class of the block that holds an instructor's cell, rendered with its MathML
 
 
-def _mathml(match: re.Match) -> str:
+def mathml(tex: str, display: str) -> str | None:
+    """`tex` as a MathML element (display "inline" or "block"), or None when it cannot be converted or its MathML
+    would hold more than maths."""
     from latex2mathml.converter import convert
 
-    tex = next(v for v in match.group("d1", "d2", "i1", "i2") if v is not None)
-    if "\n\n" in tex or len(tex) > 2000:
-        return match.group(0)
+    if len(tex) > 2000:
+        return None
     try:
-        out = convert(tex.strip(), display="block" if match.group("d1", "d2") != (None, None) else "inline")
+        out = convert(tex.strip(), display=display)
     except Exception:  # noqa: BLE001 - a formula the converter cannot read stays as written
-        return match.group(0)
-    return match.group(0) if _TAG.search(out) or "\n\n" in out else out
+        return None
+    return None if _TAG.search(out) else out
+
+
+def _renderer():
+    from nbconvert.filters.markdown_mistune import IPythonRenderer
+
+    class MathMLRenderer(IPythonRenderer):
+        """nbconvert's own markdown renderer (as its markdown2html filter uses it), with MathML for the maths it
+        finds, so a formula is what MathJax would have typeset, no more and no less."""
+
+        def inline_math(self, body: str) -> str:
+            return mathml(body, "inline") or super().inline_math(body)
+
+        def block_math(self, body: str) -> str:
+            return mathml(body, "block") or super().block_math(body)
+
+    return MathMLRenderer(escape=False)
 
 
 def typeset(markdown: str) -> str:
-    """The instructor's markdown with its maths as MathML elements (inline HTML), code left as it is."""
-    out, last = [], 0
-    for code in _CODE.finditer(markdown):
-        out.append(_MATH.sub(_mathml, markdown[last:code.start()]))
-        out.append(code.group(0))
-        last = code.end()
-    out.append(_MATH.sub(_mathml, markdown[last:]))
-    return "".join(out)
+    """The instructor's markdown rendered as nbconvert renders it, its maths as MathML, in one HTML block."""
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
+
+    return inert.html_block(MarkdownWithMath(renderer=_renderer()).render(markdown), TYPESET)
 
 
 class MathAsMathML(Preprocessor):

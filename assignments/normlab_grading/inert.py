@@ -73,9 +73,13 @@ def clean_markdown(markdown: str) -> str:
     except Exception:  # noqa: BLE001 - text mistune cannot render is shown as plain text
         rendered = f"<pre>{html.escape(markdown)}</pre>"
     cleaned = bleach.clean(rendered, tags=TAGS, attributes=ATTRIBUTES, protocols=PROTOCOLS, strip=False)
-    # One line: a blank line would end the HTML block and let the next renderer read the rest as markdown.
-    cleaned = cleaned.replace("\r", "").replace("\n", "&#10;")
-    return f'<div class="{MARK}">{cleaned}</div>'
+    return html_block(cleaned, MARK)
+
+
+def html_block(rendered: str, css_class: str) -> str:
+    """Rendered HTML as one markdown HTML block, `<div class=...>` on one line: a blank line would end the block
+    and let the next renderer read the rest as markdown."""
+    return f'<div class="{css_class}">' + rendered.replace("\r", "").replace("\n", "&#10;") + "</div>"
 
 
 def is_cleaned(source: str) -> bool:
