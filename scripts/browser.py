@@ -37,6 +37,23 @@ def launch(playwright, executable: str | Path):
     return playwright.chromium.launch(executable_path=str(executable), args=CHROMIUM_ARGS, headless=True)
 
 
+LOCAL_SCHEMES = ("data:", "blob:", "about:")   # URLs that never leave the page
+
+
+def confine(target, allowed: tuple[str, ...], problems: list[str]) -> None:
+    """Route every request of a Playwright page or context: one whose URL starts with an `allowed` prefix (or is a
+    data:, blob: or about: URL) goes through; any other is aborted and reported in `problems`."""
+    def route(r):
+        url = r.request.url
+        if url.startswith(allowed + LOCAL_SCHEMES):
+            r.continue_()
+        else:
+            problems.append(f"blocked request to another host: {url}")
+            r.abort()
+
+    target.route("**/*", route)
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
         pass

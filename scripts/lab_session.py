@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from scripts import lab as lab_script  # how `make lab` sets up a learner's server
+from scripts.browser import confine
 from scripts.toc import toc_pages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -244,20 +245,12 @@ class LabPage:
         self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
         self.page = self.context.new_page()
         self.problems: list[str] = []
-        self.page.route("**/*", self._route)
+        confine(self.page, (server.base,), self.problems)
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("console", self._console)
         self.page.goto(server.url("lab"), wait_until="load")
         self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60000)
         self.page.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
-
-    def _route(self, route):
-        url = route.request.url
-        if url.startswith(self.server.base) or url.split(":", 1)[0] in ("data", "blob", "about"):
-            route.continue_()
-        else:
-            self.problems.append(f"blocked request to another host: {url}")
-            route.abort()
 
     def _console(self, msg):
         if msg.type == "error":

@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 from scripts import finish_site
-from scripts.browser import CHROMIUM, SiteServer, launch
+from scripts.browser import CHROMIUM, SiteServer, confine, launch
 from scripts.toc import toc_pages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,15 +188,7 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
         with sync_playwright() as pw:
             browser = launch(pw, CHROMIUM)
             context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
-
-            def route(r):
-                if r.request.url.startswith(base) or r.request.url.split(":", 1)[0] in ("data", "blob", "about"):
-                    r.continue_()
-                else:
-                    problems.append(f"request to another host refused: {r.request.url}")
-                    r.abort()
-
-            context.route("**/*", route)
+            confine(context, (base,), problems)
             page = context.new_page()
             page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
             for i, item in enumerate(printed):

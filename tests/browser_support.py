@@ -11,6 +11,7 @@ from scripts.browser import (  # noqa: F401  (the browser and the site server, s
     CHROMIUM_ARGS,
     HEADLESS_SHELL,
     SiteServer,
+    confine,
     driven_browser,
 )
 from scripts.browser import launch as _launch
@@ -142,7 +143,7 @@ class Tab:
         self.network_problems: list[str] = []
         self.requests: list[str] = []
         self.urls: list[str] = []
-        self.page.route("**/*", self._route)
+        confine(self.page, (server.base,), self.problems)
         self.page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text}"))
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("request", lambda r: r.url.startswith("http") and self.requests.append(r.url))
@@ -157,14 +158,6 @@ class Tab:
     @property
     def all_problems(self) -> list[str]:
         return self.problems + self.network_problems
-
-    def _route(self, route):
-        url = route.request.url
-        if self.server.is_local(url):
-            route.continue_()
-        else:
-            self.problems.append(f"blocked request to another host: {url}")
-            route.abort()
 
     def _failed(self, request):
         if not self.server.is_local(request.url):

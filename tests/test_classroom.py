@@ -41,6 +41,7 @@ from browser_support import SCREENSHOTS, chromium_or_skip, launch
 from grading_support import WRONG, mx, require_sandbox, solutions
 
 from scripts import classroom as hub
+from scripts.browser import confine
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,16 +100,8 @@ class Person:
         self.context.set_default_timeout(WAIT)
         self.page = self.context.new_page()
         self.problems: list[str] = []
-        self.page.route("**/*", self._route)
+        confine(self.page, (room.url,), self.problems)
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-
-    def _route(self, route):
-        url = route.request.url
-        if url.startswith(self.room.url) or url.split(":", 1)[0] in ("data", "blob", "about"):
-            route.continue_()
-        else:
-            self.problems.append(f"blocked request to another host: {url}")
-            route.abort()
 
     def submit_login(self):
         p = self.page

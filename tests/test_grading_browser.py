@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import SCREENSHOTS, chromium_or_skip
+from browser_support import SCREENSHOTS, chromium_or_skip, confine
 from grading_support import mx, released_course, require_sandbox, shared_tmp, solutions, structure
 from hostile_markup import ANSWER_WORDS, SHOWN, hostile
 from lab_support import LabPage, LabServer, launch
@@ -147,15 +147,7 @@ def test_the_feedback_page_runs_no_student_markup(course):
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()
             elsewhere = []
-
-            def route(r):
-                if r.request.url.startswith(("file:", "data:")):
-                    r.continue_()
-                else:
-                    elsewhere.append(r.request.url)
-                    r.abort()
-
-            page.route("**/*", route)
+            confine(page, ("file:",), elsewhere)
             page.goto(page_path.as_uri(), wait_until="load")
             # the instructor's maths, typeset as MathML by the page itself: every formula is laid out
             maths = page.evaluate("""() => Array.from(document.querySelectorAll('math')).map(m => {
@@ -172,7 +164,7 @@ def test_the_feedback_page_runs_no_student_markup(course):
             context.close()
         finally:
             browser.close()
-    assert elsewhere == [], f"the feedback page asked another host for {elsewhere}"
+    assert elsewhere == [], f"the feedback page asked another host: {elsewhere}"
     assert len(maths) > 50 and all(w > 0 and h > 0 for w, h in maths), maths[:5]
     assert shown["pwned"] is None, shown["pwned"]
     for words in (ANSWER_WORDS, *SHOWN):
