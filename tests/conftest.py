@@ -30,17 +30,16 @@ GROUPS: dict[str, str] = {}
 SPLIT = {
     "test_browser.py": None,
     "test_site_reading.py": None,
-    "test_explore.py": 3,
     "test_grading_judge.py": 2,  # the 500-seed property test is cut into chunks: they go to both workers
     "test_parameters.py": None,   # one kernel per notebook: spread over both workers
     "test_portable.py": None,     # each configuration is one long subprocess
     "test_parameter_space.py": None,   # one kernel per draw: spread over both workers
+    "test_lab.py": None,          # one notebook per test: `make test-lab` deals them to two JupyterLabs
 }
 # Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
 SLOWEST = ["test_page_on_a_laptop", "test_page_on_a_phone"]
-FIRST = ["test_grading_pipeline.py", "test_grading_exchange.py", "test_grading_judge.py", "test_assignments.py",
-         "test_grading_sandbox.py", "test_catalog.py",
-         "test_explore.py", "test_site_reading.py", "test_browser.py"]
+FIRST = ["test_lab.py", "test_grading_pipeline.py", "test_grading_exchange.py", "test_grading_judge.py",
+         "test_assignments.py", "test_grading_sandbox.py", "test_catalog.py", "test_site_reading.py", "test_browser.py"]
 
 
 # files whose tests are grouped by the explorable they are about (the first word of the test's parameters), so that

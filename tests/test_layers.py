@@ -69,3 +69,13 @@ def test_only_display_defines_what_notebooks_show_with():
 
     assert display.show.__module__ == display.try_this.__module__ == "normlab_core.display"
     assert not any(hasattr(m, n) for m in (figures, interactive) for n in ("show", "try_this"))
+
+
+def test_the_test_scheduler_names_only_test_files_that_exist():
+    """tests/conftest.py deals tests to the workers by file name: a renamed or removed file must not linger there."""
+    import conftest
+
+    here = Path(__file__).resolve().parent
+    named = set(conftest.GROUPS) | set(conftest.SPLIT) | set(conftest.FIRST) | set(conftest.BY_EXPLORABLE)
+    missing = sorted(n for n in named if not (here / n).is_file())
+    assert not missing, f"conftest.py schedules test files that do not exist: {missing}"
