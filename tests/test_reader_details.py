@@ -10,9 +10,15 @@ page does with code (print media, as the PDF edition prints it).
 * no line of a display equation that MathJax broke is a lone symbol (at least MIN_MATH_LINE px wide);
 * a tap on a link of the page-contents drawer closes the drawer and shows the heading;
 * printed code that wraps goes on at its line's own indentation.
+
+The page tests of test_site_reading.py run these checks on their own load of each page (one load per page and
+size serves every check): sharpness_problems on every page with figures, the others on the pages their
+INTERACTIONS name.
 """
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 from browser_support import DESKTOP, PHONE, toc_pages
@@ -20,7 +26,6 @@ from browser_support import DESKTOP, PHONE, toc_pages
 pytestmark = pytest.mark.browser
 
 PAGES = toc_pages()
-SIZES = {"1280x900": (DESKTOP, False), "390x844": (PHONE, True)}
 SHARP = 2.0            # pixels drawn per CSS pixel shown, at least (screens and the PDF's 200 ppi)
 PHONE_SHARP = 2.9      # a phone drawing's pixels per CSS pixel (3x, rounded)
 READABLE = 200         # px: a column whose cells are sentences
@@ -64,6 +69,7 @@ FRAMES = """async () => {
 FILLS = 0.95   # on a phone a drawing made for phones fills this much of its column, at least
 
 
+@functools.cache
 def figure_pages() -> list[str]:
     """The pages with a figure of the text or an explorable."""
     from browser_support import SITE
@@ -73,56 +79,53 @@ def figure_pages() -> list[str]:
             and ("_images/" in text or "normlab-explorable" in text)]
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_figures_are_sharp_and_centred(reader, size):
-    viewport, phone = SIZES[size]
+def sharpness_problems(page, page_path: str, phone: bool) -> list[str]:
+    """The figures and frames of a loaded page (run by the page tests, test_site_reading, on their load at each
+    size): each drawn at SHARP pixels per CSS px (a phone drawing at PHONE_SHARP) and centred in its column; on a
+    phone, phone drawings and frames fill FILLS of their column."""
     problems = []
-    for page_path in figure_pages():
-        r = reader(page_path, viewport=viewport, phone=phone)
-        for f in r.page.evaluate(FIGURES):
-            if not f["shown"]:
-                continue
-            density = f["pixels"] / f["shown"]
-            want = PHONE_SHARP if phone and f["file"].endswith("-narrow.png") else SHARP
-            if density < want:
-                problems.append(f"{page_path}: {f['file']} has {density:.2f} pixels per CSS px (at least {want})")
-            room = f["shown"] + f["left"] + f["right"]
-            if phone and f["file"].endswith("-narrow.png") and f["shown"] < FILLS * room:
-                problems.append(f"{page_path}: {f['file']} is {f['shown']:.0f} px wide in a {room:.0f} px column")
-            if abs(f["left"] - f["right"]) > 2:
-                problems.append(f"{page_path}: {f['file']} is not centred ({f['left']:.0f} px left of it, "
-                                f"{f['right']:.0f} px right)")
-        if phone:
-            for f in r.page.evaluate(FRAMES):
-                if f["shown"] and f["shown"] < FILLS * f["room"]:
-                    problems.append(f"{page_path}: the frame of {f['name']} is {f['shown']:.0f} px wide in a "
-                                    f"{f['room']:.0f} px column")
-                if f["shown"] and f["pixels"] / f["shown"] < PHONE_SHARP:
-                    problems.append(f"{page_path}: the frame of {f['name']} has {f['pixels'] / f['shown']:.2f} pixels "
-                                    f"per CSS px (at least {PHONE_SHARP}, for a phone's 3x screen)")
-        problems += r.problems
-    assert not problems, "\n".join(problems)
+    for f in page.evaluate(FIGURES):
+        if not f["shown"]:
+            continue
+        density = f["pixels"] / f["shown"]
+        want = PHONE_SHARP if phone and f["file"].endswith("-narrow.png") else SHARP
+        if density < want:
+            problems.append(f"{page_path}: {f['file']} has {density:.2f} pixels per CSS px (at least {want})")
+        room = f["shown"] + f["left"] + f["right"]
+        if phone and f["file"].endswith("-narrow.png") and f["shown"] < FILLS * room:
+            problems.append(f"{page_path}: {f['file']} is {f['shown']:.0f} px wide in a {room:.0f} px column")
+        if abs(f["left"] - f["right"]) > 2:
+            problems.append(f"{page_path}: {f['file']} is not centred ({f['left']:.0f} px left of it, "
+                            f"{f['right']:.0f} px right)")
+    if phone:
+        for f in page.evaluate(FRAMES):
+            if f["shown"] and f["shown"] < FILLS * f["room"]:
+                problems.append(f"{page_path}: the frame of {f['name']} is {f['shown']:.0f} px wide in a "
+                                f"{f['room']:.0f} px column")
+            if f["shown"] and f["pixels"] / f["shown"] < PHONE_SHARP:
+                problems.append(f"{page_path}: the frame of {f['name']} has {f['pixels'] / f['shown']:.2f} pixels "
+                                f"per CSS px (at least {PHONE_SHARP}, for a phone's 3x screen)")
+    return problems
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_slider_touch_targets_are_at_least_24_px(reader, size):
-    viewport, phone = SIZES[size]
-    small = []
-    for page_path in ("notebooks/02_the_problem", "notebooks/04_layer_norm"):
-        r = reader(page_path, viewport=viewport, phone=phone)
-        boxes = r.page.evaluate("""() => Array.from(
-          document.querySelectorAll('.normlab-explorable input[type=range]'), s => {
-            const b = s.getBoundingClientRect();
-            return [s.getAttribute('aria-label') || s.id, b.width, b.height]; })""")
-        assert boxes, f"{page_path} has no sliders"
-        small += [f"{page_path}: slider {n} is {w:.0f} x {h:.0f} px" for n, w, h in boxes if min(w, h) < TOUCH]
+def test_every_page_with_figures_is_checked_for_sharpness():
+    """The page tests run sharpness_problems on these pages: the book has figures, and they are found."""
+    assert len(figure_pages()) >= 8, figure_pages()
+
+
+# The checks below read or change a page that a page test of test_site_reading.py (at 1280x900 and at 390x844)
+# has open, after its own checks (its INTERACTIONS name them by page): one load of each page serves them all.
+def slider_touch_targets_are_at_least_24_px(r, phone: bool = False) -> None:
+    boxes = r.page.evaluate("""() => Array.from(
+      document.querySelectorAll('.normlab-explorable input[type=range]'), s => {
+        const b = s.getBoundingClientRect();
+        return [s.getAttribute('aria-label') || s.id, b.width, b.height]; })""")
+    assert boxes, "the page has no sliders"
+    small = [f"slider {n} is {w:.0f} x {h:.0f} px" for n, w, h in boxes if min(w, h) < TOUCH]
     assert not small, "\n".join(small)
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_a_column_of_sentences_is_readable(reader, size):
-    viewport, phone = SIZES[size]
-    r = reader("notebooks/01_what_you_will_learn", viewport=viewport, phone=phone)
+def a_column_of_sentences_is_readable(r, phone: bool = False) -> None:
     cells = r.page.evaluate("""() => Array.from(document.querySelectorAll('article table td'),
       c => [c.textContent.trim().slice(0, 40), c.textContent.trim().length, c.getBoundingClientRect().width])""")
     narrow = [f"'{t}…' is {w:.0f} px wide" for t, n, w in cells if n > 60 and w < READABLE]
@@ -145,17 +148,13 @@ MATH_LINES = """() => {
 }"""
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_no_broken_equation_leaves_a_symbol_alone_on_a_line(reader, size):
-    viewport, phone = SIZES[size]
-    r = reader("notebooks/08_backward", viewport=viewport, phone=phone)
+def no_broken_equation_leaves_a_symbol_alone_on_a_line(r, phone: bool = False) -> None:
     lonely = [f"an equation ({e['text']!r}…) broken into lines {e['widths']} px wide"
               for e in r.page.evaluate(MATH_LINES) if min(e["widths"]) < MIN_MATH_LINE]
     assert not lonely, "\n".join(lonely)
 
 
-def test_a_tap_in_the_page_contents_drawer_closes_it_and_shows_the_heading(reader):
-    r = reader("notebooks/04_layer_norm", viewport=PHONE, phone=True)
+def a_tap_in_the_page_contents_drawer_closes_it_and_shows_the_heading(r, phone: bool = True) -> None:
     p = r.page
     p.locator("button.secondary-toggle:visible").first.click()
     p.wait_for_timeout(400)
@@ -168,7 +167,6 @@ def test_a_tap_in_the_page_contents_drawer_closes_it_and_shows_the_heading(reade
     top = p.evaluate("(id) => document.getElementById(id).getBoundingClientRect().top", href.split("#")[1])
     assert 0 <= top < PHONE["height"] / 2, f"the heading {href} is at {top:.0f} px, not at the top of the screen"
     assert p.url.endswith(href), p.url
-    assert not r.all_problems, "\n".join(r.all_problems)
 
 
 # Printed code: each source line's rows as laid out (a Range over the line's characters from its first
@@ -207,16 +205,20 @@ WRAPPED = """() => {
 }"""
 
 
-@pytest.mark.parametrize("page_path", ["notebooks/07_pre_post_norm", "notebooks/11_does_it_train"])
-def test_printed_code_that_wraps_keeps_its_indentation(reader, page_path):
-    r = reader(page_path)
+def printed_code_that_wraps_keeps_its_indentation(r, phone: bool = False) -> None:
+    """(The page is laid out for print at the A4 text width, then back on screen at 1280x900.)"""
     p = r.page
     p.emulate_media(media="print")
     p.set_viewport_size({"width": 690, "height": 900})   # the A4 page's text width (182 mm) in CSS px
     p.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
-    wrapped = p.evaluate(WRAPPED)
+    try:
+        wrapped = p.evaluate(WRAPPED)
+    finally:
+        p.evaluate("() => window.dispatchEvent(new Event('afterprint'))")
+        p.emulate_media(media="screen")
+        p.set_viewport_size(DESKTOP)
     indented = [w for w in wrapped if w["indent"] >= 4]
-    assert indented, f"{page_path}: no indented code line wraps in print; the test sees nothing"
+    assert indented, "no indented code line wraps in print; the test sees nothing"
     lost = [f"'{w['line']}' (indent {w['indent']}): rows start at {[round(x) for x in w['lefts']]}"
             for w in indented if min(w["lefts"][1:]) < w["lefts"][0] - 0.5]
     assert not lost, "\n".join(lost)

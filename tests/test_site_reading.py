@@ -48,6 +48,15 @@ from test_browser import (
     fit_problems,
     solution_problems,
 )
+from test_reader_details import (
+    a_column_of_sentences_is_readable,
+    a_tap_in_the_page_contents_drawer_closes_it_and_shows_the_heading,
+    figure_pages,
+    no_broken_equation_leaves_a_symbol_alone_on_a_line,
+    printed_code_that_wraps_keeps_its_indentation,
+    sharpness_problems,
+    slider_touch_targets_are_at_least_24_px,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -230,6 +239,8 @@ def test_page_on_a_laptop(reader, site, page_path):
         problems.append(f"page with its images and frames is {own / 2**20:.2f} MB (limit 3 MB)")
     if page_path in EXPLORABLE_PAGES:
         check_combinations(r, page_path)
+    if page_path in figure_pages():
+        problems += sharpness_problems(r.page, page_path, phone=False)
     problems += interactions(r, page_path, phone=False)
     problems += print_problems(r, page_path)
     problems += r.all_problems
@@ -312,6 +323,8 @@ def test_page_on_a_phone(reader, page_path):
     problems += back_to_top_problems(r.page)
     if page_path == "book/intro":
         problems += search_box_problems(r.page)
+    if page_path in figure_pages():
+        problems += sharpness_problems(r.page, page_path, phone=True)
     problems += interactions(r, page_path, phone=True)
     problems += r.problems
     assert not problems, f"{page_path}:\n  " + "\n  ".join(problems)
@@ -922,12 +935,23 @@ def test_search(reader):
 
 # Checks that interact with a page, run at the end of the page tests on their load: {phone: {page: checks}}.
 INTERACTIONS = {
-    False: {"notebooks/04_layer_norm": [sidebar_toggle_opens_and_closes_the_toc],
+    False: {"notebooks/04_layer_norm": [slider_touch_targets_are_at_least_24_px,
+                                        sidebar_toggle_opens_and_closes_the_toc],
+            "notebooks/02_the_problem": [slider_touch_targets_are_at_least_24_px],
+            "notebooks/01_what_you_will_learn": [a_column_of_sentences_is_readable],
+            "notebooks/08_backward": [no_broken_equation_leaves_a_symbol_alone_on_a_line],
+            "notebooks/07_pre_post_norm": [printed_code_that_wraps_keeps_its_indentation],
+            "notebooks/11_does_it_train": [printed_code_that_wraps_keeps_its_indentation],
             "book/intro": [contrast_scan_catches_low_contrast],
             "notebooks/03_mean_and_variance": [line_break_scan_catches_a_wrapped_line]},
-    True: {"notebooks/04_layer_norm": [tapping_a_figure_on_a_phone_shows_it_at_full_size,
+    True: {"notebooks/04_layer_norm": [slider_touch_targets_are_at_least_24_px,
+                                       tapping_a_figure_on_a_phone_shows_it_at_full_size,
+                                       a_tap_in_the_page_contents_drawer_closes_it_and_shows_the_heading,
                                        sidebar_toggle_opens_and_closes_the_toc],
-           "notebooks/08_backward": [phone_page_contents_toggle_opens]},
+           "notebooks/02_the_problem": [slider_touch_targets_are_at_least_24_px],
+           "notebooks/01_what_you_will_learn": [a_column_of_sentences_is_readable],
+           "notebooks/08_backward": [no_broken_equation_leaves_a_symbol_alone_on_a_line,
+                                     phone_page_contents_toggle_opens]},
 }
 
 
