@@ -127,9 +127,10 @@ test-pdf: $(STAMP)
 	$(BIN)/pytest -p no:cacheprovider tests/test_pdf.py -m pdf
 
 # The live widgets in a private JupyterLab driven by chromium (tests/test_lab.py; a temporary copy of notebooks/).
-# Two test processes, each with its own JupyterLab and Chromium: the tests mostly wait for kernels and the browser.
+# One test process: two (each with its own JupyterLab and Chromium) took more CPU than they saved in wall time
+# beside the other suites of `make test` on two cores.
 test-lab: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m lab
+	MPLBACKEND=Agg $(BIN)/pytest tests -m lab
 
 # Everything CI checks: lint, then test-unit, test-lab and test-book (book, then test-browser, test-pdf and
 # test-executed), all side by side (-O keeps each one's output together). None of them keeps the two cores busy

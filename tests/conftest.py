@@ -34,11 +34,10 @@ SPLIT = {
     "test_parameters.py": None,   # one kernel per notebook: spread over both workers
     "test_portable.py": None,     # each configuration is one long subprocess
     "test_parameter_space.py": None,   # one kernel per draw: spread over both workers
-    "test_lab.py": None,          # one notebook per test: `make test-lab` deals them to two JupyterLabs
 }
 # Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
 SLOWEST = ["test_page_on_a_laptop", "test_page_on_a_phone"]
-FIRST = ["test_lab.py", "test_grading_pipeline.py", "test_grading_exchange.py", "test_grading_judge.py",
+FIRST = ["test_grading_pipeline.py", "test_grading_exchange.py", "test_grading_judge.py",
          "test_assignments.py", "test_grading_sandbox.py", "test_catalog.py", "test_site_reading.py", "test_browser.py"]
 
 
