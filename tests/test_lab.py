@@ -33,7 +33,6 @@ import pytest
 from browser_support import SCREENSHOTS, chromium_or_skip
 from lab_support import (
     JS_KERNEL_EXEC,
-    NOTEBOOKS,
     SECTION_NOTEBOOKS,
     LabPage,
     LabServer,
@@ -138,7 +137,6 @@ JS_SETTLED = """async (root) => {
 }"""
 
 ROOTS = ".jp-NotebookPanel:not(.lm-mod-hidden) .normlab-live"
-OWN_X = [1.0, 2.0, 4.0, 10.0]   # a learner's own x for layer_norm_eps (test_lab_as_a_learner_uses_it)
 
 
 def slug(name: str) -> str:
@@ -150,43 +148,18 @@ def same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(type(a[k]) is type(b[k]) and a[k] == b[k] for k in a)
 
 
-class Expected(dict):
-    """name -> future of expected_views(name), computed in one worker process while JupyterLab runs: asked for
-    (`want`) before a notebook's Run All, for the explorables it shows, so that each test process (the lab tests
-    are dealt to two) draws only those of its own notebooks."""
-
-    JOBS = {"own": (("layer_norm_eps",), {"x": OWN_X}), "phone": (("pre_post_fd_error",), {"narrow": True})}
-
-    def __init__(self, pool):
-        super().__init__()
-        self.pool = pool
-
-    def want(self, *names: str) -> None:
-        for name in names:
-            if name not in self:
-                args, kwargs = self.JOBS.get(name, ((name,), {}))
-                self[name] = self.pool.submit(expected_views, *args, **kwargs)
-
-    def __missing__(self, name):
-        self.want(name)
-        return self[name]
-
-
-SHOWN = re.compile(r'^show\("([a-z0-9_]+)"', re.M)
-
-
-def shown_in(nb: str) -> list[str]:
-    """The explorables a section notebook shows, in order (its `show("name", ...)` cells)."""
-    cells = json.loads((NOTEBOOKS / nb).read_text(encoding="utf-8"))["cells"]
-    return [m for c in cells if c["cell_type"] == "code" for m in SHOWN.findall("".join(c["source"]))]
-
-
 @pytest.fixture(scope="module")
 def expected():
+    """name -> future of expected_views(name), computed in one worker process while JupyterLab runs."""
     chromium_or_skip()  # before starting any work
     os.environ.setdefault("MPLBACKEND", "Agg")
+    from normlab_core.figures import catalog
+
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-    yield Expected(pool)
+    futures = {name: pool.submit(expected_views, name) for name in catalog()}
+    futures["own"] = pool.submit(expected_views, "layer_norm_eps", x=OWN_X)
+    futures["phone"] = pool.submit(expected_views, "pre_post_fd_error", narrow=True)
+    yield futures
     pool.shutdown(cancel_futures=True)
 
 
@@ -286,14 +259,12 @@ def finish(page: LabPage, server, what: str, allowed=()) -> None:
     assert not server_tracebacks(new), f"{what}: the server log has a traceback:\n" + new[-3000:]
 
 
-# the longest notebooks first (by file size), so that neither test process is left with one at the end
-@pytest.mark.parametrize("nb", sorted(SECTION_NOTEBOOKS, key=lambda nb: -(NOTEBOOKS / nb).stat().st_size))
+@pytest.mark.parametrize("nb", SECTION_NOTEBOOKS)
 def test_lab_notebook(lab, expected, nb):
     from normlab_core.figures import get
 
     page, server, _ = lab
     page.problems.clear()
-    expected.want(*shown_in(nb))
     t0 = time.monotonic()
     page.open(nb)
     try:
@@ -329,6 +300,7 @@ def test_lab_notebook(lab, expected, nb):
 
 
 # -- a learner's session ------------------------------------------------------------------------------------------
+OWN_X = [1.0, 2.0, 4.0, 10.0]
 LEARNER = "zz_learner.ipynb"
 CELLS = ["from normlab_core.display import show",
          f"show('layer_norm_eps', x={OWN_X})",
@@ -387,7 +359,6 @@ def test_lab_as_a_learner_uses_it(lab, expected):
 
     page, server, browser = lab
     page.problems.clear()
-    expected.want("own", "phone")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, server.root / LEARNER)
