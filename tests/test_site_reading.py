@@ -198,8 +198,9 @@ def test_page_on_a_laptop(reader, site, page_path):
       images and frames within 3 MB;
     - random moves and every preset show Python's readouts, labels, alt text and frame
       (test_browser.check_combinations);
-    - then the checks that click or change the page (INTERACTIONS): 23.4's sidebar toggle, the contrast scan
-      itself on the landing page;
+    - on every page with figures, their sharpness and centring (test_reader_details.sharpness_problems);
+    - then the checks a page owes on its own (INTERACTIONS): touch targets, readable tables and equations,
+      printed code, 23.4's sidebar toggle, the contrast scan itself on the landing page;
     - and all along: no console or page error, no failed request, no HTTP error, no request to another host."""
     assert (site / f"{page_path}.html").is_file(), f"{page_path}.html was not built; is it in _toc.yml?"
     r = reader(page_path)
@@ -308,8 +309,9 @@ OVERFLOW = """() => {
 def test_page_on_a_phone(reader, page_path):
     """One load at 390x844 (a touch screen): every explorable fits (test_browser.fit_problems); then, with the
     page's figures loaded, the page is no wider than the screen (wide tables and code scroll in their own box);
-    the landing page has one search box; then the checks that tap or open things (INTERACTIONS: 23.4's figure
-    zoom and sidebar drawer, 23.8's page-contents list); no console or page error, no request to another host."""
+    the landing page has one search box; the sharpness of its figures and frames; then the checks a page owes on
+    its own (INTERACTIONS: touch targets, tables and equations, 23.4's figure zoom, drawers and sidebar, 23.8's
+    page-contents list); no console or page error, no request to another host."""
     r = reader(page_path, viewport=PHONE, phone=True)
     problems = fit_problems(r.page, PHONE["width"], PHONE["height"])
     copy = page_path.replace("/", "__") + "__390.png" if page_path in EXPLORABLE_PAGES else None
@@ -933,7 +935,8 @@ def test_search(reader):
     assert not problems, "\n".join(problems)
 
 
-# Checks that interact with a page, run at the end of the page tests on their load: {phone: {page: checks}}.
+# The checks of one page (they may read, click or change it), run at the end of the page tests on their load:
+# {phone: {page: checks}}.
 INTERACTIONS = {
     False: {"notebooks/04_layer_norm": [slider_touch_targets_are_at_least_24_px,
                                         sidebar_toggle_opens_and_closes_the_toc],
