@@ -1,4 +1,5 @@
-"""The PDF edition (`make pdf`, scripts/make_pdf.py) as a reader opens it: _build/pdf/normlab.pdf, read with pypdf.
+"""The PDF edition (`make pdf`, scripts/make_pdf.py) as a reader opens it: _build/pdf/normlab.pdf, its
+text and layout read with PDFium (pypdfium2), its bookmarks, links and streams with pypdf.
 
 What a reader of the PDF relies on, checked against the built HTML site (parsed here independently):
 
@@ -35,10 +36,44 @@ SITE = ROOT / "_build" / "html"
 PAGES = make_pdf.toc_pages()
 
 
-@pytest.fixture(scope="module")
-def pdf():
-    from pypdf import PdfReader
+def drawn(source) -> list[dict]:
+    """Each page of a PDF (a path or its bytes) as PDFium lays it out: its text ("text"), the baseline height and
+    font of each run of text in its body, above the footer ("body": (height in pt, set in a monospace font)), and
+    each image drawn more than an inch wide ("images": (which, pixels per inch across)). PDFium reads the whole
+    book in seconds; pypdf's text extraction took a minute and a half. The structure (bookmarks, links, streams)
+    is read with pypdf, which writes it in make_pdf."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
 
+    doc = pdfium.PdfDocument(source)
+    pages = []
+    try:
+        for page in doc:
+            textpage = page.get_textpage()
+            body, images = [], []
+            for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT, raw.FPDF_PAGEOBJ_IMAGE], max_depth=4):
+                if obj.type == raw.FPDF_PAGEOBJ_TEXT:
+                    y = obj.get_matrix().f   # the run's baseline on the page
+                    if y > 50:   # above the footer (16 mm)
+                        body.append((y, "Mono" in obj.get_font().get_base_name()))
+                else:
+                    left, _, right, _ = obj.get_bounds()   # on the page, form XObjects' matrices applied
+                    width_px, height_px = obj.get_px_size()
+                    if right - left > 72:   # images wider than an inch (figures and frames, not icons)
+                        images.append((f"image {len(images) + 1} ({width_px}x{height_px} px)",
+                                       width_px / ((right - left) / 72)))
+            pages.append({"text": textpage.get_text_range().replace("\r\n", "\n"), "body": body,
+                          "images": images})
+            textpage.close()
+            page.close()
+    finally:
+        doc.close()
+    return pages
+
+
+@pytest.fixture(scope="module")
+def layout():
+    """drawn(PDF): every page of the book's PDF."""
     if not PDF.is_file():
         msg = f"{PDF} is missing: run `make pdf` (after `make book`)"
         if not Path(make_pdf.CHROMIUM).is_file() and os.environ.get("NORMLAB_REQUIRE_BROWSER") != "1":
@@ -46,9 +81,15 @@ def pdf():
         pytest.fail(msg, pytrace=False)
     if (SITE / "index.html").is_file() and PDF.stat().st_mtime < (SITE / "index.html").stat().st_mtime:
         pytest.fail(f"{PDF} is older than the site: run `make pdf` again", pytrace=False)
-    reader = PdfReader(PDF)
-    texts = [p.extract_text() or "" for p in reader.pages]
-    return reader, texts
+    return drawn(PDF)
+
+
+@pytest.fixture(scope="module")
+def pdf(layout):
+    """The PDF's structure (pypdf's reader) and each page's text."""
+    from pypdf import PdfReader
+
+    return PdfReader(PDF), [page["text"] for page in layout]
 
 
 def _flat_outline(reader, items, depth=0):
@@ -303,76 +344,26 @@ def test_a_try_this_lead_in_is_printed_on_the_page_of_its_list(pdf):
     assert not alone, "\n".join(alone)
 
 
-def _body_lines(page) -> list[tuple[float, bool]]:
-    """(height above the page's foot, set in a monospace font) of each run of text in the page's body."""
-    out = []
-
-    def visit(text, cm, tm, font, size):
-        if text.strip() and font is not None:
-            y = tm[5] * cm[3] + cm[5]
-            if y > 50:   # above the footer (16 mm)
-                out.append((y, "Mono" in str(font.get("/BaseFont", ""))))
-
-    page.extract_text(visitor_text=visit)
-    return out
-
-
-def test_long_code_breaks_rather_than_leaving_half_empty_pages(pdf):
+def test_long_code_breaks_rather_than_leaving_half_empty_pages(pdf, layout):
     """A page whose next page (in the same section) begins with code is filled at least half-way down: a code
     block too long for what is left of a page starts there and goes on over the page."""
     reader, texts = pdf
     starts = section_starts(reader) + [len(texts)]
     half = float(reader.pages[0].mediabox.height) / 2
+    assert any(mono for page in layout for _, mono in page["body"]), "no text in a monospace font: code not found"
     empty = []
     for name, first, end in zip(PAGES, starts, starts[1:], strict=False):
         for number in range(first, end - 1):
-            here, after = _body_lines(reader.pages[number]), _body_lines(reader.pages[number + 1])
+            here, after = layout[number]["body"], layout[number + 1]["body"]
             if here and after and max(after)[1] and min(y for y, _ in here) > half:
                 empty.append(f"{name}: page {number + 1} ends half-way up, page {number + 2} begins with code")
     assert not empty, "\n".join(empty)
 
 
-def _image_ppi(reader, page) -> list[tuple[str, float]]:
-    """(name, pixels per inch across) of every image drawn on a page: its pixel width over its drawn width, from
-    the content stream's transformation matrices (q/Q/cm, and form XObjects' /Matrix)."""
-    from pypdf.generic import ContentStream
-
-    out = []
-
-    def mul(a, b):
-        return [a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
-                a[2] * b[1] + a[3] * b[3], a[4] * b[0] + a[5] * b[2] + b[4], a[4] * b[1] + a[5] * b[3] + b[5]]
-
-    def walk(content, resources, ctm, depth):
-        xobjects = (resources or {}).get("/XObject") or {}
-        xobjects = xobjects.get_object() if xobjects else {}
-        stack = []
-        for operands, op in ContentStream(content, reader).operations:
-            if op == b"q":
-                stack.append(ctm)
-            elif op == b"Q" and stack:
-                ctm = stack.pop()
-            elif op == b"cm":
-                ctm = mul([float(v) for v in operands], ctm)
-            elif op == b"Do" and operands[0] in xobjects:
-                obj = xobjects[operands[0]].get_object()
-                if obj.get("/Subtype") == "/Image":
-                    drawn = (ctm[0] ** 2 + ctm[1] ** 2) ** 0.5 / 72
-                    if drawn > 1:   # images wider than an inch (figures and frames, not icons)
-                        out.append((str(operands[0]), float(obj["/Width"]) / drawn))
-                elif obj.get("/Subtype") == "/Form" and depth < 4:
-                    matrix = [float(v) for v in obj.get("/Matrix", [1, 0, 0, 1, 0, 0])]
-                    walk(obj, obj.get("/Resources"), mul(matrix, ctm), depth + 1)
-
-    walk(page.get_contents(), page.get("/Resources"), [1, 0, 0, 1, 0, 0], 0)
-    return out
-
-
-def test_figures_and_frames_print_at_200_ppi_or_more(pdf):
-    reader, texts = pdf
+def test_figures_and_frames_print_at_200_ppi_or_more(layout):
     low, seen = [], 0
-    for number, page in enumerate(reader.pages):
-        for name, ppi in _image_ppi(reader, page):
+    for number, page in enumerate(layout):
+        for name, ppi in page["images"]:
             seen += 1
             if ppi < 200:
                 low.append(f"page {number + 1}: {name} at {ppi:.0f} ppi")
@@ -406,11 +397,8 @@ _LEAD_IN_PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}
 
 def _lead_in_pages(css: str, heights) -> list[tuple[float, bool]]:
     """For each spacer height: (height, whether "Try this." and the first state print on the same page)."""
-    import io
-
     from browser_support import launch
     from playwright.sync_api import sync_playwright
-    from pypdf import PdfReader
 
     out = []
     with sync_playwright() as pw:
@@ -419,8 +407,7 @@ def _lead_in_pages(css: str, heights) -> list[tuple[float, bool]]:
             page = browser.new_page()
             for h in heights:
                 page.set_content(_LEAD_IN_PAGE.format(css=css, h=h))
-                texts = [_squash(p.extract_text() or "") for p in
-                         PdfReader(io.BytesIO(page.pdf(format="A4", prefer_css_page_size=True))).pages]
+                texts = [_squash(p["text"]) for p in drawn(page.pdf(format="A4", prefer_css_page_size=True))]
                 lead = next(i for i, t in enumerate(texts) if "Trythis." in t)
                 out.append((h, "firststate" in texts[lead]))
         finally:
