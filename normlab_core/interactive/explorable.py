@@ -208,7 +208,7 @@ class _Drawing:
             warnings.simplefilter("ignore")
             self.art = exp.setup(self.fig, narrow=narrow, **{k: start[k] for k in exp.inputs})
             exp.update(self.art, **start)
-            self.fig.canvas.draw()
+            self.fig.draw_without_rendering()   # the layout and the text's extents, without painting a pixel
             boxes, keys, animated = {ax: ax.get_position() for ax in self.fig.axes}, {self._key()}, set()
             for probe in exp.probes():         # the artists update() changes are drawn over the background
                 self._clean()
@@ -216,7 +216,7 @@ class _Drawing:
                 animated.update(a for a in self._artists() if a.stale)
                 if self._key() not in keys:    # other limits or labels: the layout must fit their tick labels too
                     keys.add(self._key())
-                    self.fig.canvas.draw()
+                    self.fig.draw_without_rendering()
                     boxes = {ax: Bbox.intersection(b, ax.get_position()) or b for ax, b in boxes.items()}
             self.fig.set_layout_engine("none")  # one layout for every state: the room each of the probes needs
             for ax, box in boxes.items():
