@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
@@ -74,9 +76,32 @@ def setup(fig, *, narrow, x0, eps, sublayer=None):
     return art
 
 
+_CURVES: OrderedDict = OrderedDict()   # the last few curves drawn: moving the depth only moves the markers
+
+
+def curves(x0, sublayer, final_norm, eps) -> dict:
+    """stack_curves of both placements (placement -> (|out|, sensitivity)), computed once per x0, Affine sublayer,
+    final norm and eps, however many depths are shown on them."""
+    if type(sublayer) is not Affine:   # a learner's own sublayer may hold state: always computed afresh
+        return {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, final_norm=final_norm, eps=eps)
+                for p in PLACEMENTS}
+    x0 = np.asarray(x0)
+    key = (x0.dtype.str, x0.shape, x0.tobytes(), sublayer, bool(final_norm), float(eps))
+    if (data := _CURVES.pop(key, None)) is None:
+        data = {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, final_norm=final_norm, eps=eps)
+                for p in PLACEMENTS}
+        for arrays in data.values():
+            for a in arrays:
+                a.setflags(write=False)
+    _CURVES[key] = data
+    while len(_CURVES) > 32:
+        _CURVES.popitem(last=False)
+    return data
+
+
 def draw(art, depth, sublayer, final_norm, x0, eps):
     """Draw both stacks on x0 with this sublayer; the readouts and a sentence on what is shown."""
-    data = {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, final_norm=final_norm, eps=eps) for p in PLACEMENTS}
+    data = curves(x0, sublayer, final_norm, eps)
     crosses = art["points"] is not None and sublayer == REFERENCE and not final_norm
     out = {}
     for p in ("post", "pre"):
