@@ -353,3 +353,35 @@ def test_values_typed_between_and_beyond_the_stops_never_raise(name):
             f = exp.render(**{k: v})
             text = " ".join(f.readouts.values())
             assert not NON_FINITE.search(text) or re.search(r"0/0|NaN|undefined", text), (name, k, v, f.readouts)
+
+
+def test_the_23_7_curves_are_computed_once_per_input_and_equal_a_fresh_computation():
+    """s07.curves keeps the curves the depth control only moves along: the same arrays for a second depth,
+    read-only, equal to stack_curves itself; another x0 or sublayer computes anew, and a learner's own sublayer
+    class (which may hold state) is never kept."""
+    from normlab_core.figures import s07_pre_post as s07
+    from normlab_core.residual import Affine, stack_curves
+
+    x0, sub = np.array([0.5, -1.0, 2.0, 3.5]), Affine(0.7, 0.2)
+    first = s07.curves(x0, sub, False, 1e-6)
+    again = s07.curves(x0.copy(), Affine(0.7, 0.2), False, 1e-6)
+    for p in s07.PLACEMENTS:
+        fresh = stack_curves(x0, s07.MAX_DEPTH, p, sublayer=sub, eps=1e-6)
+        assert all(a is b for a, b in zip(first[p], again[p], strict=True))
+        assert all(np.array_equal(a, b) and not a.flags.writeable for a, b in zip(first[p], fresh, strict=True))
+    assert s07.curves(x0, Affine(0.7, 0.3), False, 1e-6)["post"][1] is not first["post"][1]
+    assert s07.curves(x0 * 2, sub, False, 1e-6)["post"][1] is not first["post"][1]
+    assert s07.curves(x0, sub, True, 1e-6)["post"][1] is not first["post"][1]
+
+    class Counting(Affine):
+        calls = 0
+
+        def jvp(self, v, dv):
+            type(self).calls += 1
+            return super().jvp(v, dv)
+
+    own = Counting(0.7, 0.2)
+    s07.curves(x0, own, False, 1e-6)
+    calls = Counting.calls
+    s07.curves(x0, own, False, 1e-6)
+    assert calls > 0 and Counting.calls == 2 * calls
