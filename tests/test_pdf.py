@@ -39,9 +39,8 @@ PAGES = make_pdf.toc_pages()
 def drawn(source) -> list[dict]:
     """Each page of a PDF (a path or its bytes) as PDFium lays it out: its text ("text"), the baseline height and
     font of each run of text in its body, above the footer ("body": (height in pt, set in a monospace font)), and
-    each image drawn more than an inch wide ("images": (which, pixels per inch across)). PDFium reads the whole
-    book in seconds; pypdf's text extraction took a minute and a half. The structure (bookmarks, links, streams)
-    is read with pypdf, which writes it in make_pdf."""
+    each image drawn more than an inch wide, as figures and frames are ("images": (which, pixels per inch
+    across)). The structure (bookmarks, links, streams) is read with pypdf, as make_pdf writes it."""
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
@@ -125,18 +124,6 @@ def _headings(name: str) -> list[tuple[int, str]]:
     return out
 
 
-def _has_image(resources, depth: int = 0) -> bool:
-    """Whether a page's resources draw an image (directly or inside a form XObject), without decoding it."""
-    xobjects = (resources or {}).get("/XObject") or {}
-    for ref in xobjects.get_object().values():
-        obj = ref.get_object()
-        if obj.get("/Subtype") == "/Image":
-            return True
-        if obj.get("/Subtype") == "/Form" and depth < 3 and _has_image(obj.get("/Resources"), depth + 1):
-            return True
-    return False
-
-
 def section_starts(reader) -> list[int]:
     top = [(title, page) for depth, title, page in _flat_outline(reader, reader.outline) if depth == 0]
     return [page for _, page in top]
@@ -194,7 +181,7 @@ def test_text_is_the_article_without_screen_furniture(pdf):
     assert "CC BY 4.0" in "\n".join(texts[:section_starts(reader)[1]])
 
 
-def test_explorables_print_their_frame_readouts_and_values(pdf):
+def test_explorables_print_their_frame_readouts_and_values(pdf, layout):
     reader, texts = pdf
     starts = section_starts(reader) + [len(reader.pages)]
     for i, name in enumerate(PAGES):
@@ -212,7 +199,7 @@ def test_explorables_print_their_frame_readouts_and_values(pdf):
             assert any(_squash(label) in _squash(texts[p]) for p in pages), \
                 f"{name}: readout {label!r} is not on a page with an explorable's 'Shown at:' line"
         for p in pages:
-            assert _has_image(reader.pages[p].get("/Resources")), \
+            assert layout[p]["images"], \
                 f"{name}: page {p + 1} prints an explorable's values but no frame"
 
 
