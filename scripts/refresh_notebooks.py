@@ -57,9 +57,29 @@ async def _evaluate(client: NotebookClient, exprs: list[str]) -> list[dict]:
             for i, e in enumerate(exprs)]
 
 
-async def _run(client: NotebookClient, nb, overrides: str | None) -> None:
+# Run before each notebook in a kernel that has run one before (Kernel below): what a run leaves in the kernel that
+# the next could see, it takes away. Open pyplot figures, every name the last run defined (IPython's %reset -f; the
+# modules stay imported), and the record of which warnings were already shown (resetting the filters clears every
+# module's record; the filters themselves are put back), so a warning is shown again as in a fresh kernel.
+RESET = """\
+import sys as _sys, warnings as _warnings
+if "matplotlib.pyplot" in _sys.modules:
+    _sys.modules["matplotlib.pyplot"].close("all")
+_filters = list(_warnings.filters)
+_warnings.resetwarnings()
+_warnings.filters[:] = _filters
+get_ipython().run_line_magic("reset", "-f")
+"""
+
+
+async def _run(client: NotebookClient, nb, overrides: str | None, reset: bool = False) -> None:
     after = parameters_index(nb)
     async with client.async_setup_kernel():
+        if reset:
+            reply = await ensure_async(client.kc.execute(RESET, silent=True, store_history=False, reply=True,
+                                                         timeout=60))
+            if reply["content"]["status"] != "ok":
+                raise RuntimeError(f"the kernel could not be reset: {reply['content'].get('evalue')}")
         info = await client.async_wait_for_reply(await ensure_async(client.kc.kernel_info()))
         if info is not None and "language_info" in info["content"]:
             nb.metadata["language_info"] = info["content"]["language_info"]
@@ -77,14 +97,64 @@ async def _run(client: NotebookClient, nb, overrides: str | None) -> None:
                 await client.async_execute_cell(injected, index)
 
 
-def execute(nb, folder: Path, overrides: str | None = None, timeout: int = 300):
-    """Run nb (in place) in a fresh python3 kernel started in `folder`; store the inline-expression results."""
+def _client(nb, folder: Path, timeout: int, km=None) -> NotebookClient:
+    return NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, km=km,
+                          store_widget_state=False, resources={"metadata": {"path": str(folder)}})
+
+
+def execute(nb, folder: Path, overrides: str | None = None, timeout: int = 300, kernel: Kernel | None = None):
+    """Run nb (in place) in a fresh python3 kernel started in `folder`, or in `kernel` (a Kernel kept between
+    runs); store the inline-expression results."""
     if overrides and parameters_index(nb) is None:
         raise ValueError("the notebook has no cell tagged 'parameters' to override")
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                            store_widget_state=False, resources={"metadata": {"path": str(folder)}})
-    asyncio.run(_run(client, nb, overrides))
+    if kernel is not None:
+        return kernel.run(nb, folder, overrides, timeout)
+    asyncio.run(_run(_client(nb, folder, timeout), nb, overrides))
     return nb
+
+
+class Kernel:
+    """One python3 kernel for several runs of a notebook, as a learner edits the parameters cell and runs all
+    again: the first run gets a fresh kernel, each later one the same kernel with RESET run first. A run that
+    fails takes the kernel with it, so the next run starts a fresh one. Close it when done (or use `with`)."""
+
+    def __init__(self):
+        self.loop, self.km, self.runs = asyncio.new_event_loop(), None, 0
+
+    def run(self, nb, folder: Path, overrides: str | None = None, timeout: int = 300):
+        from jupyter_client.manager import AsyncKernelManager
+
+        if self.km is not None and not self.loop.run_until_complete(self.km.is_alive()):
+            self.shutdown()                       # it died between runs: start afresh
+        if self.km is None:
+            self.km, self.runs = AsyncKernelManager(kernel_name="python3"), 0
+        client = _client(nb, folder, timeout, km=self.km)
+        try:
+            self.loop.run_until_complete(_run(client, nb, overrides, reset=self.runs > 0))
+        except BaseException:
+            self.shutdown()
+            raise
+        finally:
+            if client.kc is not None:
+                client.kc.stop_channels()
+        self.runs += 1
+        return nb
+
+    def shutdown(self) -> None:
+        """Stop the kernel (a later run starts a new one)."""
+        km, self.km, self.runs = self.km, None, 0
+        if km is not None and km.has_kernel:
+            self.loop.run_until_complete(km.shutdown_kernel(now=True))
+
+    def close(self) -> None:
+        self.shutdown()
+        self.loop.close()
+
+    def __enter__(self) -> Kernel:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def eval_failures(nb) -> list[str]:

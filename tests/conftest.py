@@ -31,9 +31,7 @@ SPLIT = {
     "test_browser.py": None,
     "test_site_reading.py": None,
     "test_grading_judge.py": 2,  # the 500-seed property test is cut into chunks: they go to both workers
-    "test_parameters.py": None,   # one kernel per notebook: spread over both workers
     "test_portable.py": None,     # each configuration is one long subprocess
-    "test_parameter_space.py": None,   # one kernel per draw: spread over both workers
 }
 # Collected first, in this order (the rest keep pytest's order after them); within a file, the slowest tests first.
 SLOWEST = ["test_page_on_a_laptop", "test_page_on_a_phone"]
@@ -46,11 +44,20 @@ FIRST = ["test_grading_pipeline.py", "test_grading_exchange.py", "test_grading_j
 BY_EXPLORABLE = {"test_catalog.py"}
 
 
+# files whose tests each run one notebook under an edit of its parameters cell, grouped by that notebook (the first
+# word of the test's parameters, e.g. [02_the_problem-draw0]) across the files: a group's runs follow one another in
+# one process, in one kernel (the `notebook_kernel` fixture below), as a learner's edits and Run All do
+BY_NOTEBOOK = {"test_parameters.py", "test_parameter_space.py"}
+NOTEBOOK_ID = re.compile(r"\[([0-9]{2}_[a-z0-9_]+)-")
+
+
 def group(nodeid: str) -> str:
     """The group of a test, from its id."""
     name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     if name in GROUPS:
         return GROUPS[name]
+    if name in BY_NOTEBOOK and (m := NOTEBOOK_ID.search(nodeid)):
+        return f"notebook-{m.group(1)}"
     if name in BY_EXPLORABLE and "[" in nodeid:
         return f"{name}-{re.match(r'[a-z0-9_]+', nodeid.split('[', 1)[1]).group(0)}"
     if name in SPLIT:
@@ -80,6 +87,27 @@ def pytest_collection_modifyitems(config, items):
     slow = {name: i for i, name in enumerate(SLOWEST)}
     items.sort(key=lambda item: (rank.get(item.path.name, len(FIRST)),  # stable: pytest's order within a rank
                                  slow.get(getattr(item, "originalname", item.name), len(SLOWEST))))
+
+
+@pytest.fixture(scope="session")
+def notebook_kernel():
+    """kernel(name): the kernel (scripts/refresh_notebooks.py's Kernel) in which this process runs notebook `name`.
+    Its first run gets a fresh kernel, each later one the same kernel, emptied first (a learner's next edit and Run
+    All). A group's tests run one after another, so the two kernels used last are kept and older ones stopped."""
+    from scripts.refresh_notebooks import Kernel
+
+    kernels: dict = {}
+
+    def kernel(name: str):
+        if name not in kernels:
+            kernels[name] = Kernel()
+            while len(kernels) > 2:
+                kernels.pop(next(iter(kernels))).close()
+        return kernels[name]
+
+    yield kernel
+    for k in kernels.values():
+        k.close()
 
 
 # -- the browser tests' fixtures (tests/test_browser.py, tests/test_site_reading.py) ------------------------------

@@ -8,7 +8,9 @@ met (23.7 with a printed float32 sensitivity that rounds to 0, 23.1 with x0 = 0,
 eps = 0). A run fails on any cell error, and on numpy's bare floating-point warnings ("invalid value encountered in
 divide" explains nothing); the library's own warnings, which name the cause, may be written.
 
-Cost: one execution per draw, a few seconds each (DRAWS per notebook).
+Cost: one execution per draw, a few seconds each (DRAWS per notebook). A notebook's runs here and in
+test_parameters.py share one kernel (conftest.py's `notebook_kernel`): the first is fresh, each later one is
+emptied first, as a learner edits the parameters cell and runs all again.
 """
 
 from __future__ import annotations
@@ -158,12 +160,12 @@ def test_every_notebook_with_a_parameters_cell_has_a_drawer():
 
 
 @pytest.mark.parametrize("name, values", cases())
-def test_notebook_runs_to_the_end_with_allowed_parameters(name, values):
+def test_notebook_runs_to_the_end_with_allowed_parameters(name, values, notebook_kernel):
     path = NOTEBOOKS / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
     edit = edit_source(values)
     try:
-        execute(nb, path.parent, overrides=edit)
+        execute(nb, path.parent, overrides=edit, kernel=notebook_kernel(name))
     except Exception as err:  # noqa: BLE001 - reported with the edit that caused it
         cell = ANSI.sub("", str(err)).split("------------------")[1] if "------------------" in str(err) else ""
         pytest.fail(f"{name} stopped with the edit\n{edit}\nin the cell{cell}\n"

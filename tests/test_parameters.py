@@ -1,8 +1,9 @@
 """Notebooks survive edits: every section notebook re-runs with other values in its `parameters` cell.
 
 A learner edits the parameters cell (another eps, a scaled or different input vector, another depth) and runs all
-cells. Here each section notebook is executed in a fresh kernel with such an edit injected right after its cell
-tagged `parameters` (papermill's convention; scripts/refresh_notebooks.execute), and
+cells. Here each section notebook is executed with such an edit injected right after its cell tagged `parameters`
+(papermill's convention; scripts/refresh_notebooks.execute), in the kernel conftest.py's `notebook_kernel` keeps for
+it (fresh for its first run, emptied before each later one, as in a learner's next Run All), and
 
 - no cell raises (no bare AssertionError, IndexError, ...) and no cell writes to stderr (no stray warning);
 - every prose number written as an inline expression, {eval}`...`, evaluates, and the prose follows the edit:
@@ -36,6 +37,7 @@ from toc_support import toc_notebooks
 from scripts.refresh_notebooks import (
     EVAL,
     METADATA_KEY,
+    Kernel,
     eval_failures,
     eval_text,
     execute,
@@ -124,10 +126,10 @@ def prose(nb) -> str:
     return "\n\n".join(rendered_markdown(c) for c in nb.cells if c.cell_type == "markdown")
 
 
-def run(name: str, edit: str):
+def run(name: str, edit: str, kernel=None):
     path = PATHS[name]
     nb = nbformat.read(path, as_version=4)
-    execute(nb, path.parent, overrides=edit)   # raises CellExecutionError, naming the cell, on any error
+    execute(nb, path.parent, overrides=edit, kernel=kernel)   # raises CellExecutionError, naming the cell, on any error
     return nb
 
 
@@ -166,9 +168,9 @@ CHECKS = {
 
 
 @pytest.mark.parametrize(("name", "index", "edit"), RUNS, ids=[f"{n}-{i}" for n, i, _ in RUNS])
-def test_notebook_runs_with_edited_parameters_and_its_prose_follows(name, index, edit):
+def test_notebook_runs_with_edited_parameters_and_its_prose_follows(name, index, edit, notebook_kernel):
     stored = nbformat.read(PATHS[name], as_version=4)
-    nb = run(name, edit)
+    nb = run(name, edit, notebook_kernel(name))
     stderr = [f"cell {i}: {''.join(o.get('text', ''))[:200]}" for i, c in enumerate(nb.cells)
               for o in c.get("outputs", []) if o.get("name") == "stderr"]
     assert not stderr, f"{name} wrote to stderr with the edit {edit!r}:\n" + "\n".join(stderr)
@@ -203,3 +205,29 @@ def test_the_checks_can_fail():
     assert [m.split(":")[1].strip() for m in literal_numbers_left_behind(nb)] == ["'3.250' in"]
     nb.cells[1].source = "At the reference program's settings the mean is 3.250."
     assert literal_numbers_left_behind(nb) == []
+
+
+def test_a_kept_kernel_starts_each_run_as_a_fresh_one_would(tmp_path):
+    """The kernel kept between runs (notebook_kernel) forgets the last run's names and shown warnings; a run that
+    fails leaves a fresh kernel to the next."""
+    (tmp_path / "helper.py").write_text("import warnings\n\ndef warn():\n    warnings.warn('said once', UserWarning)\n",
+                                        encoding="utf-8")
+    cells = ["X = 1", "import os\nimport helper\nprint('left' in dir(), os.getpid())\nleft = X\nhelper.warn()"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.cells[0].metadata["tags"] = ["parameters"]
+
+    def once(kernel, edit="X = 2"):
+        out = execute(nbformat.from_dict(nb), tmp_path, overrides=edit, kernel=kernel).cells[-1].outputs
+        text = {o.name: o.text for o in out}
+        return text["stdout"].split(), "said once" in text.get("stderr", "")
+
+    with Kernel() as kernel:
+        (left1, pid1), warned1 = once(kernel)
+        (left2, pid2), warned2 = once(kernel)
+        assert pid1 == pid2, "the second run should use the same kernel"
+        assert left1 == left2 == "False", "a name the last run defined is still there"
+        assert warned1 and warned2, "a warning shown in the last run is not shown again"
+        with pytest.raises(Exception, match="NameError"):
+            once(kernel, edit="del X")
+        (_, pid3), _ = once(kernel)
+        assert pid3 != pid1, "after a failed run, the next should get a fresh kernel"
