@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -41,17 +42,17 @@ LOCAL_SCHEMES = ("data:", "blob:", "about:")   # URLs that never leave the page
 
 
 def confine(target, allowed: tuple[str, ...], problems: list[str]) -> None:
-    """Route every request of a Playwright page or context: one whose URL starts with an `allowed` prefix (or is a
-    data:, blob: or about: URL) goes through; any other is aborted and reported in `problems`."""
-    def route(r):
-        url = r.request.url
-        if url.startswith(allowed + LOCAL_SCHEMES):
-            r.continue_()
-        else:
-            problems.append(f"blocked request to another host: {url}")
-            r.abort()
+    """Route the requests of a Playwright page or context: one whose URL starts with an `allowed` prefix (or is a
+    data:, blob: or about: URL) goes through untouched; any other is aborted and reported in `problems`. The
+    browser itself tells the two apart (a regular expression, which Playwright hands to it), so an allowed request
+    never waits for this process, as every request of a page did when each was routed here and let through."""
+    elsewhere = re.compile("^(?!" + "|".join(re.escape(prefix) for prefix in allowed + LOCAL_SCHEMES) + ")")
 
-    target.route("**/*", route)
+    def route(r):
+        problems.append(f"blocked request to another host: {r.request.url}")
+        r.abort()
+
+    target.route(elsewhere, route)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -55,3 +55,32 @@ def test_without_a_browser_the_tests_skip_or_fail_when_one_is_required(machine, 
     monkeypatch.setenv("NORMLAB_REQUIRE_BROWSER", "1")
     with pytest.raises(pytest.fail.Exception, match="NORMLAB_REQUIRE_BROWSER=1"):
         browser_support.chromium_or_skip()
+
+
+@pytest.mark.browser
+def test_confine_lets_the_site_through_and_stops_and_reports_every_other_host(browser, tmp_path):
+    """What every driven page relies on (scripts/browser.confine): the served site, data: and blob: load; any
+    other address, one that only holds the site's address included, is aborted and reported, once."""
+    from PIL import Image
+
+    Image.new("RGB", (3, 2), "white").save(tmp_path / "here.png")
+    with browser_support.SiteServer(tmp_path) as server:
+        away = ["http://198.51.100.7/away.png", "http://198.51.100.7/to?" + server.base, "https://example.invalid/f"]
+        (tmp_path / "page.html").write_text(
+            "<!doctype html><img id=here src='here.png'>"
+            "<img id=data src='data:image/gif;base64,R0lGODlhAQABAAAAACw=' >"
+            f"<img src='{away[0]}'><img src='{away[1]}'>"
+            f"<script>fetch('{away[2]}').catch(() => {{}});"
+            "const b = URL.createObjectURL(new Blob(['x']));"
+            "fetch(b).then(r => r.text()).then(t => { window.blob = t; });"
+            "</script>", encoding="utf-8")
+        page, problems = browser.new_page(), []
+        try:
+            browser_support.confine(page, (server.base,), problems)
+            page.goto(server.base + "page.html", wait_until="load")
+            page.wait_for_function("window.blob === 'x'")
+            page.wait_for_timeout(200)
+            assert page.evaluate("document.getElementById('here').naturalWidth") == 3
+            assert sorted(problems) == sorted(f"blocked request to another host: {url}" for url in away)
+        finally:
+            page.close()
