@@ -21,6 +21,7 @@ usage: python scripts/refresh_notebooks.py notebooks/01_….ipynb [...]
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sys
 from pathlib import Path
@@ -132,7 +133,8 @@ class Kernel:
         try:
             self.loop.run_until_complete(_run(client, nb, overrides, reset=self.runs > 0))
         except BaseException:
-            self.shutdown()
+            with contextlib.suppress(Exception):   # the run's own error is the one to report
+                self.shutdown()
             raise
         finally:
             if client.kc is not None:

@@ -209,7 +209,7 @@ def test_the_checks_can_fail():
 
 def test_a_kept_kernel_starts_each_run_as_a_fresh_one_would(tmp_path):
     """The kernel kept between runs (notebook_kernel) forgets the last run's names and shown warnings; a run that
-    fails leaves a fresh kernel to the next."""
+    fails, or ends its kernel, leaves a fresh kernel to the next."""
     (tmp_path / "helper.py").write_text("import warnings\n\ndef warn():\n    warnings.warn('said once', UserWarning)\n",
                                         encoding="utf-8")
     cells = ["X = 1", "import os\nimport helper\nprint('left' in dir(), os.getpid())\nleft = X\nhelper.warn()"]
@@ -231,3 +231,7 @@ def test_a_kept_kernel_starts_each_run_as_a_fresh_one_would(tmp_path):
             once(kernel, edit="del X")
         (_, pid3), _ = once(kernel)
         assert pid3 != pid1, "after a failed run, the next should get a fresh kernel"
+        with pytest.raises(Exception, match="[Dd]ied|[Dd]ead"):
+            once(kernel, edit="import os\nos._exit(1)")   # a run that ends its kernel
+        (_, pid4), _ = once(kernel)
+        assert pid4 != pid3, "after the kernel died, the next run should get a fresh kernel"
