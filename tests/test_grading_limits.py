@@ -134,15 +134,32 @@ held = [os.memfd_create("held") for _ in range(6)]  # RLIMIT_FSIZE caps each fil
 for fd in held:
     for _ in range(25):
         os.write(fd, b"m" * MB)  # 150 MB of memfd pages in all: no process's address space holds them
+ready_r, ready_w = os.pipe()   # a child that holds its memory says so here ...
+go_r, go_w = os.pipe()         # ... and holds it until this pipe closes
 pids = []
-for _ in range(3):
+for i in range(3):
     pid = os.fork()
     if pid == 0:
         held = b"c" * (200 * MB)  # each child stays well below the per-process cap of 512 MB
-        time.sleep(30)
+        os.close(go_w)
+        os.write(ready_w, bytes([i]))
+        os.read(go_r, 1)   # returns when the parent closes its end, the last one open
         os._exit(0)
     pids.append(pid)
-statuses = [os.waitpid(pid, 0)[1] for pid in pids]
+os.close(ready_w)
+os.set_blocking(ready_r, False)
+ready, dead, t0 = set(), {}, time.monotonic()
+while len(ready | set(dead)) < 3 and time.monotonic() - t0 < 60:   # until no child is still taking memory
+    try:
+        ready.update(os.read(ready_r, 3))
+    except BlockingIOError:
+        pass
+    for i, pid in enumerate(pids):
+        if i not in dead and (done := os.waitpid(pid, os.WNOHANG))[0] == pid:
+            dead[i] = done[1]
+    time.sleep(0.05)
+os.close(go_w)   # the children that still hold their memory let it go
+statuses = [dead[i] if i in dead else os.waitpid(pid, 0)[1] for i, pid in enumerate(pids)]
 killed = sum(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in statuses)
 print(f"children killed: {killed}, exited: {sum(os.WIFEXITED(s) for s in statuses)}")
 """
