@@ -120,7 +120,7 @@ class Kernel:
     fails takes the kernel with it, so the next run starts a fresh one. Close it when done (or use `with`)."""
 
     def __init__(self):
-        self.loop, self.km, self.runs = asyncio.new_event_loop(), None, 0
+        self.loop, self.km = asyncio.new_event_loop(), None
 
     def run(self, nb, folder: Path, overrides: str | None = None, timeout: int = 300):
         from jupyter_client.manager import AsyncKernelManager
@@ -128,10 +128,10 @@ class Kernel:
         if self.km is not None and not self.loop.run_until_complete(self.km.is_alive()):
             self.shutdown()                       # it died between runs: start afresh
         if self.km is None:
-            self.km, self.runs = AsyncKernelManager(kernel_name="python3"), 0
+            self.km = AsyncKernelManager(kernel_name="python3")
         client = _client(nb, folder, timeout, km=self.km)
-        try:
-            self.loop.run_until_complete(_run(client, nb, overrides, reset=self.runs > 0))
+        try:   # a kernel already started has run a notebook before: empty it first
+            self.loop.run_until_complete(_run(client, nb, overrides, reset=self.km.has_kernel))
         except BaseException:
             with contextlib.suppress(Exception):   # the run's own error is the one to report
                 self.shutdown()
@@ -139,12 +139,11 @@ class Kernel:
         finally:
             if client.kc is not None:
                 client.kc.stop_channels()
-        self.runs += 1
         return nb
 
     def shutdown(self) -> None:
         """Stop the kernel (a later run starts a new one)."""
-        km, self.km, self.runs = self.km, None, 0
+        km, self.km = self.km, None
         if km is not None and km.has_kernel:
             self.loop.run_until_complete(km.shutdown_kernel(now=True))
 

@@ -82,14 +82,16 @@ _CURVES: OrderedDict = OrderedDict()   # the last few curves drawn: moving the d
 def curves(x0, sublayer, final_norm, eps) -> dict:
     """stack_curves of both placements (placement -> (|out|, sensitivity)), computed once per x0, Affine sublayer,
     final norm and eps, however many depths are shown on them."""
-    if type(sublayer) is not Affine:   # a learner's own sublayer may hold state: always computed afresh
+    def fresh():
         return {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, final_norm=final_norm, eps=eps)
                 for p in PLACEMENTS}
+
+    if type(sublayer) is not Affine:   # a learner's own sublayer may hold state: always computed afresh
+        return fresh()
     x0 = np.asarray(x0)
     key = (x0.dtype.str, x0.shape, x0.tobytes(), sublayer, bool(final_norm), float(eps))
     if (data := _CURVES.pop(key, None)) is None:
-        data = {p: stack_curves(x0, MAX_DEPTH, p, sublayer=sublayer, final_norm=final_norm, eps=eps)
-                for p in PLACEMENTS}
+        data = fresh()
         for arrays in data.values():
             for a in arrays:
                 a.setflags(write=False)
