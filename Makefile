@@ -91,12 +91,15 @@ XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 # The browser tests spend most of their time waiting for Chromium, so they run on more workers than cores.
 XDIST_BROWSER := -n 3 --dist loadgroup --no-loadscope-reorder
 
-# The quick loop: lint and the unit tests (no notebooks, browser or JupyterLab).
+# The quick loop, about a minute on two cores: lint and the tests marked `quick` (tests/conftest.py, QUICK: the maths,
+# the norms, one state per explorable, the grading judge). `make test-unit` runs every unit test; a subset by area:
+# `.venv/bin/pytest -m maths` (the areas are AREAS in tests/conftest.py; CONTRIBUTING.md has the table).
 check: lint
-	$(MAKE) --no-print-directory test-unit
+	MPLBACKEND=Agg $(BIN)/pytest -n 2 -q tests -m quick
 
+# (tests/test_quick_explorables.py is make check's one state per explorable; test_catalog.py here draws them all.)
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests -m "not browser and not lab and not pdf and not portable and not classroom and not book"
+	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests --ignore=tests/test_quick_explorables.py -m "not browser and not lab and not pdf and not portable and not classroom and not book"
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)

@@ -81,8 +81,56 @@ def pytest_xdist_make_scheduler(config, log):
     return GroupScheduling(config, log)
 
 
+# -- areas and the quick loop ---------------------------------------------------------------------------------------
+# Every test carries the marker of its area, from its file's name, so that a contributor runs a subset by name
+# (`pytest -m maths`, `-m "grading and not browser"`); tests/test_layers.py fails for a test file that no pattern
+# here matches. `quick` marks the one-minute loop, `make check`: the maths, the norms, the mechanism, one state per
+# explorable and the grading judge, without their slowest tests (QUICK_EXCEPT).
+AREAS = {
+    "maths": ["test_maths.py", "test_norm_registry.py", "test_geometry.py", "test_backward_complete.py",
+              "test_batch_norm_contrast.py", "test_low_precision.py", "test_transformer.py", "test_model_norms.py"],
+    "mechanism": ["test_mechanism.py", "test_static.py", "test_catalog.py", "test_threads.py", "test_quick_*.py"],
+    "notebooks": ["test_parameter*.py", "test_prose_numbers.py", "test_notebook_hygiene.py",
+                  "test_executed_notebooks.py"],
+    "training": ["test_train*.py", "test_experiments*.py", "test_portable.py"],
+    "jupyterlab": ["test_lab*.py", "test_live.py"],
+    "site": ["test_browser*.py", "test_site_*.py", "test_search.py", "test_pdf.py", "test_reader_*.py",
+             "test_static_figures.py", "test_finish_site.py", "test_make_site.py", "test_reading_*.py"],
+    "grading": ["test_grading_*.py", "test_assignments.py", "test_grades_lms.py", "test_classroom.py"],
+    "project": ["test_layers.py", "test_references.py"],
+}
+QUICK = ["test_maths.py", "test_norm_registry.py", "test_geometry.py", "test_backward_complete.py",
+         "test_batch_norm_contrast.py", "test_transformer.py", "test_model_norms.py", "test_layers.py",
+         "test_references.py", "test_train_arguments.py", "test_quick_explorables.py", "test_grading_judge.py"]
+QUICK_EXCEPT = ["test_reference_gets_full_marks_for_500_random_seeds", "test_a_slow_answer_is_stopped"]
+
+
+def area(filename: str) -> str | None:
+    """The area of a test file, from AREAS (None: no pattern matches it)."""
+    from fnmatch import fnmatch
+
+    return next((name for name, patterns in AREAS.items() if any(fnmatch(filename, p) for p in patterns)), None)
+
+
+def pytest_configure(config):
+    for name in AREAS:
+        config.addinivalue_line("markers", f"{name}: the {name} tests (tests/conftest.py, AREAS)")
+    config.addinivalue_line("markers", "quick: the one-minute loop of `make check` (tests/conftest.py, QUICK)")
+
+
+def _mark_areas(items):
+    for item in items:
+        name = item.path.name
+        if (a := area(name)) is not None:
+            item.add_marker(a)
+        test = getattr(item, "originalname", item.name)
+        if name in QUICK and not any(test.startswith(slow) for slow in QUICK_EXCEPT):
+            item.add_marker("quick")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    _mark_areas(items)
     rank = {name: i for i, name in enumerate(FIRST)}
     slow = {name: i for i, name in enumerate(SLOWEST)}
     items.sort(key=lambda item: (rank.get(item.path.name, len(FIRST)),  # stable: pytest's order within a rank

@@ -79,3 +79,18 @@ def test_the_test_scheduler_names_only_test_files_that_exist():
     named = set(conftest.GROUPS) | set(conftest.SPLIT) | set(conftest.FIRST) | set(conftest.BY_EXPLORABLE)
     missing = sorted(n for n in named if not (here / n).is_file())
     assert not missing, f"conftest.py schedules test files that do not exist: {missing}"
+
+
+def test_every_test_file_has_an_area_and_the_quick_loop_names_real_files():
+    """`pytest -m AREA` and `make check` (-m quick) select by tests/conftest.py's AREAS and QUICK: a new test file
+    must match an area's pattern, and QUICK may name only files that exist (and have an area)."""
+    import conftest
+
+    here = Path(__file__).resolve().parent
+    files = sorted(p.name for p in here.glob("test_*.py"))
+    orphans = [f for f in files if conftest.area(f) is None]
+    assert not orphans, f"add a pattern for {orphans} to AREAS in tests/conftest.py"
+    gone = [f for f in conftest.QUICK if f not in files]
+    assert not gone, f"tests/conftest.py QUICK names test files that do not exist: {gone}"
+    assert conftest.area("test_grading_anything_new.py") == "grading"
+    assert conftest.area("test_unclassified.py") is None
