@@ -42,13 +42,14 @@ def stack_norm(h: np.ndarray, eps: float, norm: str = "rms_norm") -> np.ndarray:
     """The stack's norm (a name of normlab_core.norms) of h (..., D) over the last axis, at its starting parameters
     (gamma 1, no learned shift), in h's dtype; its sums run in h's dtype, as the residual-stack reference program's."""
     module = norms.get(norm)
-    return module.forward(h, *norms.start(module), **norms.settings(module, eps=eps, sum_dtype=h.dtype))[0]
+    params = [np.asarray(v, h.dtype) for v in norms.start(module, h.shape[-1])]
+    return module.forward(h, *params, **norms.settings(module, eps=eps, sum_dtype=h.dtype))[0]
 
 
 def stack_norm_jvp(h: np.ndarray, dh: np.ndarray, eps: float, norm: str = "rms_norm"):
     """The stack's norm y of h (..., D) and its directional derivative dy along dh: (y, dy), float64 (exact path)."""
     module = norms.get(norm)
-    return module.jvp(h, dh, *norms.start(module), **norms.settings(module, eps=eps))
+    return module.jvp(h, dh, *norms.start(module, h.shape[-1]), **norms.settings(module, eps=eps))
 
 
 def layer(h, placement, sublayer, eps, norm="rms_norm"):

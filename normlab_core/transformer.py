@@ -15,6 +15,7 @@ Shapes: B sequences, S = 2 * seq_len positions read, D = d_model, H heads of siz
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -95,10 +96,30 @@ def xavier(rng, fan_in: int, fan_out: int, gain: float = 1.0) -> np.ndarray:
 def norm_params(cfg: Config, prefix: str, dim: int) -> dict:
     """The learned parameters of one norm over `dim` features, at the norm's starting values (DyT's alpha from
     cfg.dyt_alpha), each named prefix + its name."""
-    start = norms.get(cfg.norm).init(dim)
-    if "alpha" in start:
-        start["alpha"] = np.full(1, float(cfg.dyt_alpha))
+    module = norms.get(cfg.norm)
+    start = module.init(dim)
+    for param, field in getattr(module, "CONFIG", {}).items():   # e.g. DyT's alpha from cfg.dyt_alpha
+        start[param] = np.full_like(start[param], float(getattr(cfg, field)))
     return {prefix + name: value for name, value in start.items()}
+
+
+def check_norm_fields(registry: dict) -> None:
+    """Refuse, at import, a norm whose CONFIG names no Config field or a field another norm sets, or whose parameter
+    has the name of a Config field (it would read as that field's value): each starting value has one home."""
+    fields = {f.name for f in dataclasses.fields(Config)}
+    owner: dict = {}
+    for key, module in registry.items():
+        for param, field in getattr(module, "CONFIG", {}).items():
+            if param not in module.PARAMS or field not in fields or field in owner:
+                raise ValueError(f"norm {key!r}: CONFIG {param!r} -> {field!r} must map one of its PARAMS "
+                                 f"{module.PARAMS} to a Config field no other norm sets (taken: {sorted(owner)})")
+            owner[field] = key
+        clash = sorted(set(module.PARAMS) & fields)
+        if clash:
+            raise ValueError(f"norm {key!r} has parameters named like Config fields {clash}; rename them")
+
+
+check_norm_fields(norms.REGISTRY)
 
 
 def layer_names(cfg: Config) -> list[str]:

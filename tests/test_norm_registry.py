@@ -137,8 +137,11 @@ def test_get_names_the_argument_and_the_allowed_names():
     with pytest.raises(ValueError, match=r"unknown norm 'group_norm'; allowed: 'layer_norm', 'rms_norm', 'dyt', "
                                          r"'batch_norm'"):
         norms.get("group_norm")
-    with pytest.raises(ValueError, match="unknown norm 'batch_norm'.*no per-token norm"):
+    with pytest.raises(ValueError, match=r"norm 'batch_norm' \(BatchNorm\) normalizes across the examples"):
         norms.get("batch_norm", per_token=True)
+    with pytest.raises(ValueError) as unknown:           # an unknown name is not blamed on BatchNorm
+        norms.get("group_norm", per_token=True)
+    assert "BatchNorm" not in str(unknown.value) and "per-token" not in str(unknown.value)
     with pytest.raises(ValueError, match="unknown norm 'layer'"):
         Config(depth=1, norm="layer")
     with pytest.raises(ValueError, match="unknown norm 'layer'"):
@@ -226,3 +229,74 @@ def test_a_new_norm_draws_in_the_overview_figure(centring):
     plt.close(fig)
     want = residual.sensitivity_curve(x0, 4, "pre", norm=centring, eps=1e-6)[-1]
     assert "with mean-centring" in alt and f"{want:.3g}"[:4] in out["pre-norm"]
+
+
+# -- the registry's couplings fail loudly -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(norms.REGISTRY))
+def test_per_token_is_what_the_norm_does(name):
+    """PER_TOKEN is checked by behaviour: a per-token norm gives each row of a batch what it gives that row alone,
+    and a norm that is not per token changes a row's output when another row changes."""
+    module = norms.REGISTRY[name]
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(6, 5))
+    params = norms.start(module, 5)
+    settings = norms.settings(module, eps=1e-5)
+    together = module.forward(x, *params, **settings)[0]
+    alone = np.stack([module.forward(x[i:i + 1], *params, **settings)[0][0] for i in range(6)])
+    moved = x.copy()
+    moved[1:] += 3.0 * rng.normal(size=(5, 5))
+    row0_moves = not np.allclose(module.forward(moved, *params, **settings)[0][0], together[0])
+    assert np.allclose(together, alone) == module.PER_TOKEN and row0_moves == (not module.PER_TOKEN), (
+        f"{name}.PER_TOKEN is {module.PER_TOKEN}, but its forward {'mixes' if row0_moves else 'keeps apart'} rows")
+
+
+def _scaled_module(init_alpha):
+    """y = alpha * x: a norm with a parameter named alpha that is not DyT's."""
+    m = types.ModuleType("scaled")
+    m.NAME, m.PARAMS, m.SETTINGS, m.PER_TOKEN = "scaled", ("alpha",), (), True
+    m.init = lambda dim: {"alpha": np.full(1, init_alpha(dim))}
+    m.forward = lambda x, alpha: (alpha * x, (x, alpha))
+    m.backward = lambda dy, cache: (dy * cache[1], np.sum(dy * cache[0]).reshape(1))
+    m.jvp = lambda x, dx, alpha: (alpha * x, alpha * dx)
+    return m
+
+
+def test_a_parameter_named_alpha_keeps_its_own_start(monkeypatch):
+    """Only a norm that maps a parameter to a Config field (DyT: CONFIG = {"alpha": "dyt_alpha"}) takes its start
+    from the Config; another norm's alpha keeps the start its init gives."""
+    monkeypatch.setitem(norms.REGISTRY, "scaled", _scaled_module(lambda dim: 3.0))
+    params = init_params(Config(depth=1, d_model=8, heads=2, d_ff=12, vocab=5, seq_len=3, norm="scaled"), 0)
+    alphas = [v for k, v in params.items() if k.endswith(".alpha")]
+    assert alphas and all(v[0] == 3.0 for v in alphas)
+
+
+def test_the_residual_stacks_start_a_norm_at_its_real_width(monkeypatch):
+    """A start that depends on the width (alpha = 1 / D here) reaches the stacks as init(D) gives it."""
+    monkeypatch.setitem(norms.REGISTRY, "scaled", _scaled_module(lambda dim: 1.0 / dim))
+    x0 = np.array([1.0, 2.0, 3.0, 4.0])
+    out = residual.run_stack(x0, 1, "post", norm="scaled")
+    np.testing.assert_allclose(out, (x0 + 0.5 * x0 + 0.1) / 4, rtol=1e-14)
+
+
+def test_a_norm_that_collides_with_a_config_field_or_a_setting_is_refused():
+    from normlab_core.transformer import check_norm_fields
+
+    clash = _scaled_module(lambda dim: 1.0)
+    clash.PARAMS = ("depth",)
+    with pytest.raises(ValueError, match=r"parameters named like Config fields \['depth'\]"):
+        check_norm_fields({"clash": clash})
+    thief = _scaled_module(lambda dim: 1.0)
+    thief.CONFIG = {"alpha": "dyt_alpha"}                  # DyT already sets its alpha from dyt_alpha
+    with pytest.raises(ValueError, match="a Config field no other norm sets"):
+        check_norm_fields({"dyt": norms.REGISTRY["dyt"], "thief": thief})
+    twice = _scaled_module(lambda dim: 1.0)
+    twice.PARAMS = ("alpha", "eps")
+    with pytest.raises(ValueError, match="names \\['eps'\\] twice or as a setting"):
+        norms.check_registry({"twice": twice})
+    lacking = types.ModuleType("lacking")
+    with pytest.raises(TypeError, match="lacks"):
+        norms.check_registry({"lacking": lacking})
+    check_norm_fields(norms.REGISTRY)                       # the registry as shipped passes
+    norms.check_registry(norms.REGISTRY)

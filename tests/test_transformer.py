@@ -8,13 +8,24 @@ import math
 import numpy as np
 import pytest
 
+from normlab_core import norms
 from normlab_core.training import reversal_batch
-from normlab_core.transformer import Config, evaluate, forward, init_params, layer_cosines, loss_and_grads, split_tokens
+from normlab_core.transformer import (
+    PLACEMENTS,
+    Config,
+    evaluate,
+    forward,
+    init_params,
+    layer_cosines,
+    loss_and_grads,
+    split_tokens,
+)
 
 TINY = dict(depth=2, d_model=8, heads=2, d_ff=12, vocab=5, seq_len=3)
 
-# Every placement with every norm, and each switch (qk_norm, deepnorm, final_norm) with more than one norm.
-VARIANTS = [dict(placement=p, norm=n) for p in ("post", "pre", "peri") for n in ("layer_norm", "rms_norm", "dyt")]
+# Every placement with every per-token norm of the registry, and each switch (qk_norm, deepnorm, final_norm)
+# with more than one norm.
+VARIANTS = [dict(placement=p, norm=n) for p in PLACEMENTS for n in norms.names(per_token=True)]
 VARIANTS += [
     dict(placement="pre", norm="layer_norm", qk_norm=True),
     dict(placement="post", norm="rms_norm", qk_norm=True),

@@ -45,8 +45,10 @@ def get(name, per_token: bool = False, what: str = "norm"):
     (with per_token, only norms that normalize each row on its own are allowed)."""
     allowed = names(per_token)
     if not isinstance(name, str) or name not in allowed:
-        why = " (BatchNorm mixes the examples of a batch, so it is no per-token norm)" if per_token else ""
-        raise ValueError(f"unknown {what} {name!r}; allowed: {', '.join(map(repr, allowed))}{why}")
+        if isinstance(name, str) and name in REGISTRY:   # registered, but it mixes the rows of a batch
+            raise ValueError(f"{what} {name!r} ({REGISTRY[name].NAME}) normalizes across the examples of a batch, "
+                             f"so it is no per-token norm; allowed: {', '.join(map(repr, allowed))}")
+        raise ValueError(f"unknown {what} {name!r}; allowed: {', '.join(map(repr, allowed))}")
     return REGISTRY[name]
 
 
@@ -55,11 +57,36 @@ def settings(module, **values) -> dict:
     return {key: values[key] for key in module.SETTINGS if key in values}
 
 
-def start(module) -> tuple:
-    """module's learned parameters at their starting values, as numbers (gamma 1, beta 0, DyT's alpha 0.5), in
-    PARAMS order: the norm of a model that learns nothing, such as the residual stacks."""
-    values = module.init(1)
-    return tuple(float(values[name].flat[0]) for name in module.PARAMS)
+def start(module, dim: int) -> tuple:
+    """module's learned parameters for `dim` features at their starting values (module.init(dim): gamma ones, beta
+    zeros, DyT's alpha 0.5), in PARAMS order: the norm of a model that learns nothing, such as the residual stacks."""
+    values = module.init(dim)
+    return tuple(values[name] for name in module.PARAMS)
+
+
+# Settings a norm may take by name (its forward's keywords): what the callers above pass.
+KNOWN_SETTINGS = ("eps", "sum_dtype")
+REQUIRED = ("NAME", "PARAMS", "SETTINGS", "PER_TOKEN", "init", "forward", "backward", "jvp")
+
+
+def check_registry(registry: dict) -> None:
+    """Refuse, at import, a registered module that lacks part of the contract, takes a setting nobody passes,
+    names a parameter twice, or gives a parameter the name of a setting (a collision the callers could not tell
+    apart). Each module's CONFIG ({parameter: field of transformer.Config}) is checked by the transformer."""
+    for key, module in registry.items():
+        missing = [a for a in REQUIRED if not hasattr(module, a)]
+        if missing:
+            raise TypeError(f"norm {key!r} ({module.__name__}) lacks {missing}; a norm module defines {REQUIRED}")
+        unknown = [s for s in module.SETTINGS if s not in KNOWN_SETTINGS]
+        if unknown:
+            raise ValueError(f"norm {key!r} takes settings {unknown} that no caller passes; allowed: {KNOWN_SETTINGS}")
+        params = tuple(module.PARAMS)
+        clash = sorted({p for p in params if params.count(p) > 1} | (set(params) & set(KNOWN_SETTINGS)))
+        if clash:
+            raise ValueError(f"norm {key!r} names {clash} twice or as a setting; give each parameter its own name")
+
+
+check_registry(REGISTRY)
 
 
 def row_scale(x: np.ndarray) -> np.ndarray:

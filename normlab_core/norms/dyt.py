@@ -12,6 +12,7 @@ PARAMS = ("gamma", "beta", "alpha")
 SETTINGS = ()
 PER_TOKEN = True
 ALPHA = 0.5       # the starting alpha (Zhu et al. 2025 use 0.5 outside their largest language models)
+CONFIG = {"alpha": "dyt_alpha"}   # the transformer's Config field that sets a starting parameter
 
 
 def init(dim: int) -> dict:
