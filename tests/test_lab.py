@@ -12,8 +12,8 @@ notebooks, so nothing is saved into the repository; requests to other hosts are 
 - `test_lab_as_a_learner_uses_it`, on a notebook of its own: the learner's own data (`show(name, x=...)`), a value
   typed into the value box, two browser tabs and JupyterLab's "New View for Output" that always agree, a busy
   kernel ("waiting for the kernel"), a phone-sized window (the narrow layout), a kernel restart ("kernel restarted:
-  run the cell again"), and the saved notebook reopened: a figure and "Run this cell to move the controls" instead
-  of "Error displaying widget: model not found".
+  run the notebook from the top"), and the saved notebook reopened: a figure and "run the notebook (Run > Run All
+  Cells)" instead of "Error displaying widget: model not found".
 
 At the end no cell output has an error, the server log has no traceback, the page had no script error and made no
 off-site request. Screenshots go to _build/screenshots/lab-*.png. Marker `lab`; skips without chromium, fails
@@ -455,7 +455,8 @@ def test_lab_as_a_learner_uses_it(lab, expected):
     p.evaluate("""async () => { const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
         await kernel.restart(); const t0 = Date.now();
         while (kernel.status !== 'idle' && Date.now() - t0 < 30000) await new Promise(r => setTimeout(r, 50)); }""")
-    assert "kernel restarted: run the cell again" in wait_for(p, fd, "s.status.includes('restarted')")["status"]
+    status = wait_for(p, fd, "s.status.includes('restarted')")["status"]
+    assert "kernel restarted: run the notebook from the top" in status
     # 7. saved and reopened: a figure and what to do, not "Error displaying widget"
     p.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
     page.close_notebook()
@@ -465,7 +466,7 @@ def test_lab_as_a_learner_uses_it(lab, expected):
         '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-child')).filter(c => c.checkVisibility())
         .map(c => ({text: c.innerText, img: !!c.querySelector('img')}))""")
     assert [c["img"] for c in shown] == [True, True], shown
-    assert all("Run this cell to move the controls" in c["text"] for c in shown), shown
+    assert all("run the notebook (Run > Run All Cells)" in c["text"] for c in shown), shown
     assert not any("Error displaying widget" in c["text"] for c in shown), shown
     p.screenshot(path=str(SCREENSHOTS / "lab-reopened.png"))
     finish(page, server, LEARNER, allowed=("widget model not found", "Canceled future for"))  # the reopen, the restart

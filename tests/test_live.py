@@ -90,7 +90,7 @@ def test_the_output_carries_a_figure_for_where_the_widget_cannot_be_shown(view, 
     assert kw1["raw"] and kw2["raw"] and "application/vnd.jupyter.widget-view+json" in widget
     html = fallback["text/html"]
     assert base64.b64encode(view.first.png).decode("ascii") in html
-    assert "Run this cell to move the controls" in fallback["text/plain"]
+    assert "run the notebook (Run > Run All Cells)" in fallback["text/plain"]
     assert "nl-fallback" in html and ":has(.normlab-live)" in html and f"alt='{view.first.alt}'" in html
 
 

@@ -252,7 +252,7 @@ function render({ model, el }) {
       if ("disabled" in n) n.disabled = true;
       n.setAttribute("aria-disabled", "true");
     });
-    ui.status("kernel restarted: run the cell again");
+    ui.status("kernel restarted: run the notebook from the top (Run > Run All Cells)");
   };
   const send = (msg) => { try { if (!dead) model.send(msg); } catch (err) { gone(); } };
   const source = {

@@ -102,7 +102,7 @@ class LiveView(anywidget.AnyWidget):
         _VIEWS.append(weakref.ref(self))
 
     def __repr__(self) -> str:
-        return f"<live explorable {self.exp.name!r}: run this cell in JupyterLab to move its controls>"
+        return f"<live explorable {self.exp.name!r}: run the notebook in JupyterLab to move its controls>"
 
     def _ipython_display_(self):
         """The widget, after a figure of its first frame for where it cannot be shown (the figure's style hides it
@@ -110,7 +110,7 @@ class LiveView(anywidget.AnyWidget):
         from IPython.display import display
 
         png = base64.b64encode(self.first.png).decode("ascii")
-        caption = f"{self.exp.title}. Run this cell to move the controls."
+        caption = f"{self.exp.title}. To move the controls, run the notebook (Run > Run All Cells)."
         hide = (".jp-OutputArea:has(.normlab-live) > .jp-OutputArea-child:has(.nl-fallback),"
                 ".jp-OutputArea:not(:has(.normlab-live)):has(.nl-fallback) > .jp-OutputArea-child:not(:has("
                 ".nl-fallback)) {display: none}")
