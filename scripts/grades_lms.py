@@ -169,7 +169,7 @@ def main(argv: list[str]) -> int:
         return 2
     print(f"Canvas gradebook: {canvas}\nMoodle grade import: {moodle}")
     for s in refused:
-        print(f"grades-lms: left out: {ascii(s)}: {ascii(ids.problem(s))}", file=sys.stderr)
+        print(f"grades-lms: left out of both files: {ids.problem(s)}", file=sys.stderr)
     return 1 if refused else 0
 
 
