@@ -336,3 +336,28 @@ def test_formgrader_shows_hostile_ids_as_text_and_runs_nothing(graded):
         assert got["status"] == 200 and got["pwned"] is None and got["missing"] == [] and got["raw"] == [], (
             path, {k: v for k, v in got.items() if k != "text"})
     assert modal == {"pwned": None, "text": f"autograding {PAGE_ID} failed"}, modal
+
+
+def test_every_formgrader_template_renders_ids_as_text():
+    """Without a browser: each of Formgrader's own pages, rendered as the instructor's server renders them
+    (normlab_formgrader), holds no hostile value as markup and none outside a JSON string in its script."""
+    import re
+    import sys as _sys
+
+    from nbgrader.server_extensions.formgrader import handlers
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lab" / "instructor" / "python"))
+    import normlab_formgrader
+
+    env = normlab_formgrader.environment(handlers.template_path)
+    values = {k: PAGE_ID + SCRIPT_ID for k in ("student_id", "assignment_id", "notebook_id", "course_dir",
+                                               "exchange", "current_config", "course_id", "url_prefix")}
+    pages = sorted(p.name for p in Path(handlers.template_path).glob("*.tpl")
+                   if not p.name.startswith(("base", "formgrade_404")) and not p.name.endswith("_base.tpl"))
+    assert len(pages) >= 8, pages
+    for name in pages:
+        html = env.get_template(name).render(base_url="/base", default_timezone="+0000", windows=False,
+                                             exchange_missing=True, **values)
+        assert PAGE_ID not in html and SCRIPT_ID not in html, name
+        for line in re.findall(r"^\s*var \w+ = \".*$", html, flags=re.M):   # a value in a script
+            assert re.fullmatch(r'\s*var \w+ = "(?:[^"\\<>&\']|\\.)*";', line), (name, line)
