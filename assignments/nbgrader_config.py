@@ -45,6 +45,10 @@ c.HTMLExporter.extra_template_basedirs = [
 # and `fetch_feedback` pass notebooks: on JupyterHub a folder every user can reach (nbgrader's default below).
 # Students' servers must be configured with the same root (see the instructor guide).
 c.Exchange.root = os.environ.get("NORMLAB_EXCHANGE", "/usr/local/share/nbgrader/exchange")
+# `collect` refuses an inbound folder whose student id breaks the id rule (normlab_grading/ids.py) or that belongs
+# to another student's account, and times each submission by the exchange's clock, not the student's
+# timestamp.txt (normlab_grading/exchange.py).
+c.ExchangeFactory.collect = "normlab_grading.exchange.NormlabCollect"
 
 # zip_collect: files downloaded from a learning platform go to downloaded/<assignment>/archive/ and must be
 # named <student id>_exercises.ipynb (inside a zip or not, in any sub-folder; a copy number such as

@@ -67,6 +67,7 @@ def per_role(spawner):
     if role == "instructor":
         spawner.environment["JUPYTER_CONFIG_PATH"] += os.pathsep + INSTRUCTORS
         spawner.environment["JUPYTER_PATH"] = os.path.join(INSTRUCTORS, "share")
+        spawner.environment["PYTHONPATH"] = os.path.join(INSTRUCTORS, "python")   # normlab_formgrader
 
 
 c.Spawner.pre_spawn_hook = per_role

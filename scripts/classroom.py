@@ -32,6 +32,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HUB_DIR = ROOT / "classroom"
+if str(ROOT / "assignments") not in sys.path:
+    sys.path.insert(0, str(ROOT / "assignments"))
+from normlab_grading import ids  # noqa: E402 - the course's student-id rule
+
 PROXY = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 COURSE_ID = "normlab"
 ASSIGNMENT = "chapter23"
@@ -112,6 +116,8 @@ class Classroom:
             if len(name) > 32 or not name.replace("-", "").isalnum() or not name[0].isalpha() or name != name.lower():
                 raise ValueError(f"prefix: {self.prefix!r} makes the user name {name!r}, which is not a valid "
                                  "Unix account name (lower-case letters, digits and '-', at most 32 characters)")
+            if not ids.usable(name):   # the account name is the student id in nbgrader
+                raise ValueError(f"prefix: {self.prefix!r} makes the user name {name!r}: {ids.problem(name)}")
         self.passwords = {name: _password() for name in [self.instructor, *self.students]}
         self.startup_timeout = startup_timeout
         self.server_args = server_args or []

@@ -20,6 +20,10 @@ cell here: both platforms leave an empty cell alone, so nothing is overwritten w
 --roster names a CSV with a `student_id` column and any of `canvas_id`, `sis_user_id`, `sis_login_id`,
 `section`, `email`, `name` (e.g. made from the platform's own export); its values win over grades.csv's.
 
+A row whose student id breaks the id rule (assignments/normlab_grading/ids.py: 1 to 64 characters from
+A-Z a-z 0-9 . _ @ + -, starting with a letter or a digit) is left out of both files and named; the others are
+written, and the command ends with status 1.
+
 Every text cell that a spreadsheet would read as a formula (it starts with =, +, -, @, a tab or a carriage
 return) gets a leading apostrophe, so that a name such as `=HYPERLINK(...)` stays text. Scores are written
 as plain numbers with a decimal point.
@@ -33,6 +37,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "assignments") not in sys.path:
+    sys.path.insert(0, str(ROOT / "assignments"))
+from normlab_grading import ids  # noqa: E402 - the course's id rule, from the course folder
+
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_FIXED = ["Username", "Email address"]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -55,8 +63,9 @@ def number(value: str) -> str:
     return f"{x:g}" if x == int(x) else f"{x:.6g}"
 
 
-def read_grades(path: Path) -> tuple[list[str], dict[str, dict]]:
-    """(assignments in order of first appearance, {student: {"row": first row, assignment: (score, max)}})."""
+def read_grades(path: Path, refused: list | None = None) -> tuple[list[str], dict[str, dict]]:
+    """(assignments in order of first appearance, {student: {"row": first row, assignment: (score, max)}}); the
+    ids that break the id rule are left out, and appended to `refused`."""
     if not path.is_file():
         raise FileNotFoundError(f"grades: {path} does not exist; run `make grade` first (it writes grades.csv)")
     with open(path, newline="", encoding="utf-8") as fh:
@@ -71,6 +80,10 @@ def read_grades(path: Path) -> tuple[list[str], dict[str, dict]]:
         a, s = row["assignment"], row["student_id"]
         if a not in assignments:
             assignments.append(a)
+        if not ids.usable(s):
+            if refused is not None and s not in refused:
+                refused.append(s)
+            continue
         entry = students.setdefault(s, {"row": row})
         score = "" if row.get("grading_status", "ok").startswith("FAILED") else number(row["score"])
         entry[a] = (score, number(row["max_score"]))
@@ -135,8 +148,8 @@ def write_csv(path: Path, rows: list[list[str]]) -> Path:
     return path
 
 
-def export(grades: Path, out: Path, roster: Path | None = None) -> tuple[Path, Path]:
-    assignments, students = read_grades(grades)
+def export(grades: Path, out: Path, roster: Path | None = None, refused: list | None = None) -> tuple[Path, Path]:
+    assignments, students = read_grades(grades, refused)
     extra = read_roster(roster)
     return (write_csv(out / "canvas-gradebook.csv", canvas_rows(assignments, students, extra)),
             write_csv(out / "moodle-grades.csv", moodle_rows(assignments, students, extra)))
@@ -148,13 +161,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "lms")
     parser.add_argument("--roster", type=Path, default=None)
     args = parser.parse_args(argv)
+    refused: list = []
     try:
-        canvas, moodle = export(args.grades, args.out, args.roster)
+        canvas, moodle = export(args.grades, args.out, args.roster, refused)
     except (OSError, ValueError) as exc:
         print(f"grades-lms: {exc}", file=sys.stderr)
         return 2
     print(f"Canvas gradebook: {canvas}\nMoodle grade import: {moodle}")
-    return 0
+    for s in refused:
+        print(f"grades-lms: left out of both files: {ids.problem(s)}", file=sys.stderr)
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":

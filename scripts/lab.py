@@ -52,6 +52,10 @@ def lab_env(env: dict[str, str], instructor: bool = False) -> dict[str, str]:
         # copy this server serves (jupyter_server_mathjax) instead.
         paths = [str(INSTRUCTOR_CONFIG / "share"), env.get("JUPYTER_PATH")]
         env["JUPYTER_PATH"] = os.pathsep.join(p for p in paths if p)
+        # lab/instructor/python holds normlab_formgrader, the server extension that loads Formgrader with every
+        # value it inserts escaped (lab/instructor/jupyter_server_config.d/normlab_formgrader.json enables it).
+        paths = [str(INSTRUCTOR_CONFIG / "python"), env.get("PYTHONPATH")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return env
 
 

@@ -4,8 +4,9 @@ stops and says which file it could not place (nbgrader's own plugin skips such a
 A file must be named `<student id>_exercises.ipynb` (the pattern is `FileNameCollectorPlugin.named_regexp` in
 nbgrader_config.py); a copy number that browsers and platforms add, as in `erin_exercises (1).ipynb` or
 `erin_exercises-2.ipynb`, is accepted. Two files for the same student stop the command too (nbgrader cannot
-tell which one is newer): keep the one to grade and run it again. So does a student id that is `.` or `..` (which
-would file a notebook outside submitted/<id>/) or that holds a control character, a slash or a backslash.
+tell which one is newer): keep the one to grade and run it again. So does a student id that breaks the id rule
+of `ids.py` (1 to 64 characters from A-Z a-z 0-9 . _ @ + -, not `.` or `..`): such an id would file a notebook
+outside submitted/<id>/, or split a list or a CSV row, or be read as markup by a page that shows it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import sys
 
 from nbgrader.plugins import FileNameCollectorPlugin
+
+from normlab_grading import ids
 
 
 class NamedCollector(FileNameCollectorPlugin):
@@ -25,15 +28,8 @@ class NamedCollector(FileNameCollectorPlugin):
                            "c.FileNameCollectorPlugin.named_regexp in nbgrader_config.py; nothing was collected",
                            os.path.basename(submitted_file))
             sys.exit(1)
-        if info is not None and not usable_id(info.get("student_id", "")):
-            self.log.error("zip_collect will not file %r under the student id %r: an id must not be '.' or '..' nor "
-                           "hold a control character, a slash or a backslash; nothing was collected",
-                           os.path.basename(submitted_file), info.get("student_id"))
+        if info is not None and not ids.usable(info.get("student_id", "")):
+            self.log.error("zip_collect will not file %r: %s; rename the file; nothing was collected",
+                           os.path.basename(submitted_file), ids.problem(info.get("student_id", "")))
             sys.exit(1)
         return info
-
-
-def usable_id(student_id: str) -> bool:
-    """A student id that names one folder inside submitted/ and prints as itself."""
-    return (isinstance(student_id, str) and student_id not in ("", ".", "..") and "/" not in student_id
-            and "\\" not in student_id and all(ch.isprintable() for ch in student_id))

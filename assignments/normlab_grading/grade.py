@@ -30,6 +30,7 @@ import argparse
 import concurrent.futures
 import csv
 import fcntl
+import glob
 import hashlib
 import json
 import multiprocessing
@@ -39,7 +40,7 @@ import sys
 import time
 from pathlib import Path
 
-from normlab_grading import draws, graded_core, hidden_checks, inert, review, sandbox, structure
+from normlab_grading import draws, graded_core, hidden_checks, ids, inert, review, sandbox, structure
 from normlab_grading.data import visible_data
 
 NOTEBOOK = "exercises"
@@ -422,22 +423,46 @@ def record(api, course: Path, assignment: str, student: str, notebook: dict) -> 
     saved = api.coursedir.submitted_directory
     api.coursedir.submitted_directory = STAGED
     try:
-        return api.autograde(assignment, student, force=True, create=True)
+        # nbgrader reads the id as a file glob: escaped, `stu[1]` names only itself
+        return api.autograde(assignment, glob.escape(student), force=True, create=True)
     finally:
         api.coursedir.submitted_directory = saved
         shutil.rmtree(staged, ignore_errors=True)
 
 
+CSV_FIELDS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email", "raw_score",
+              "late_submission_penalty", "score", "max_score"]   # the columns of nbgrader's `export`
+
+
+def gradebook_rows(gb) -> list[dict]:
+    """The rows nbgrader's CSV export would write (every assignment x every student, 0 when not submitted), as
+    data: its plugin joins them with commas unquoted, so an id or a name with a comma would split its row."""
+    from nbgrader.api import MissingEntry
+
+    rows = []
+    for a in gb.assignments:
+        for st in gb.students:
+            row = {"assignment": a.name, "duedate": a.duedate, "student_id": st.id, "last_name": st.last_name,
+                   "first_name": st.first_name, "email": st.email, "max_score": a.max_score}
+            try:
+                sub = gb.find_submission(a.name, st.id)
+            except MissingEntry:
+                row.update(timestamp="", raw_score=0.0, late_submission_penalty=0.0, score=0.0)
+            else:
+                penalty = sub.late_submission_penalty
+                row.update(timestamp=sub.timestamp, raw_score=sub.score, late_submission_penalty=penalty,
+                           score=max(0.0, sub.score - penalty))
+            rows.append({k: "" if v is None else str(v) for k, v in row.items()})
+    return rows
+
+
 def export(course: Path, assignment: str, states: dict) -> Path:
     from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
 
     out = course / "grades.csv"
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="normlab") as gb:
-        CsvExportPlugin(to=str(out)).export(gb)
-    with open(out, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    fields = list(rows[0].keys()) if rows else ["assignment", "student_id", "score", "max_score"]
+        rows = gradebook_rows(gb)
+    fields = CSV_FIELDS
     seen = {(r.get("assignment"), r.get("student_id")) for r in rows}
     for student in states:
         if (assignment, student) not in seen:
@@ -530,9 +555,15 @@ def grade(course: Path, args) -> int:
         print(f"Cannot grade: {exc}. Without a plan such a cell could only be scored by the student's own kernel.")
         return 2
     folders = sorted(p for p in (course / "submitted").glob(f"*/{assignment}") if p.is_dir())
+    # An id outside the id rule (ids.py) reaches no gradebook, page or file: its folder is refused, and named.
+    refused = [p.parent.name for p in folders if not ids.usable(p.parent.name)]
+    for student in refused:
+        print(f"refused: submitted/{printable(student)}/: {printable(ids.problem(student))}; rename the folder "
+              "(and the student in the gradebook) to an id that follows the rule, then grade again")
+    folders = [p for p in folders if ids.usable(p.parent.name)]
     students = [p.parent.name for p in folders]
     if not students:
-        print(f"no submissions in {course / 'submitted'}/*/{assignment}")
+        print(f"no submissions in {course / 'submitted'}/*/{assignment}" + (" that can be graded" if refused else ""))
         return 1
     wanted = {s for item in args.student for s in item.split(",") if s}
     unknown = sorted(wanted - set(students))
@@ -608,7 +639,10 @@ def grade(course: Path, args) -> int:
     csv_path = export(course, assignment, states)
     report(course, assignment, students, states, csv_path, state_dir, timings, time.monotonic() - started, jobs,
            phases)
-    return 1 if any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
+    if refused:
+        print(f"\n{len(refused)} submission folder(s) REFUSED for their student id (not graded): "
+              + ", ".join(printable(s) for s in refused))
+    return 1 if refused or any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
 
 
 def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings):
@@ -671,6 +705,20 @@ def finish(api, course: Path, assignment: str, result: dict, mine: str, fingerpr
 _FEEDBACK: list = []
 
 
+class IdList(str):
+    """A list of student ids for nbgrader's comma-separated settings (`student_id_exclude`): the comma-joined text
+    that the setting's type asks for, whose `split(",")` gives back the ids themselves, commas and all."""
+
+    def __new__(cls, items):
+        items = list(items)
+        self = super().__new__(cls, ",".join(items))
+        self.items = items
+        return self
+
+    def split(self, sep=None, maxsplit=-1):
+        return list(self.items) if sep == "," and maxsplit == -1 else super().split(sep, maxsplit)
+
+
 def _init_feedback(course: Path) -> None:
     _FEEDBACK.append(course_api(course))
 
@@ -679,7 +727,7 @@ def _feedback_chunk(assignment: str, chunk: list, everyone: list) -> dict:
     """nbgrader generate_feedback for the students of `chunk`, in one run (its templates are built once)."""
     api = _FEEDBACK[0]
     wanted = set(chunk)
-    api.coursedir.student_id_exclude = ",".join(s for s in everyone if s not in wanted)
+    api.coursedir.student_id_exclude = IdList(s for s in everyone if s not in wanted)
     try:
         return api.generate_feedback(assignment, force=True)
     except Exception as exc:  # noqa: BLE001 - reported like nbgrader's own failures, then retried one by one
