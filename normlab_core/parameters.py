@@ -23,6 +23,30 @@ STALE = ("Nothing after this cell has run, so numbers in the text below may stil
          "Change the value in the parameters cell and run all cells again.")
 
 
+STOPPED = ("This cell stopped with an error, so the cells after it have not run, and numbers in the text of this page "
+           "may still be those of an earlier run (JupyterLab recomputes them as a run reaches them). Put right what "
+           "the error names and run all cells again.")
+
+
+def _say_stale(result) -> None:
+    """IPython's post_run_cell hook: under a cell that failed, say that the page's numbers may be stale."""
+    err = getattr(result, "error_in_exec", None)
+    if err is not None and not isinstance(err, (ParameterError, KeyboardInterrupt)):
+        print(STOPPED)
+
+
+def say_stale_on_error() -> None:
+    """From now on, a cell of this kernel that fails prints STOPPED under its error (once registered, however often
+    this is called). A ParameterError says it itself; an interrupt is the learner's own stop."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and _say_stale not in shell.events.callbacks["post_run_cell"]:
+        shell.events.register("post_run_cell", _say_stale)
+
+
 class ParameterError(ValueError):
     """A value of the parameters cell outside its declaration. In a notebook it shows as its message alone."""
 
@@ -243,7 +267,8 @@ class Parameters:
 
     def check(self, namespace: dict) -> dict:
         """The declared values of `namespace`, checked and as the notebook uses them; a ParameterError names the
-        first value outside the declaration."""
+        first value outside the declaration. A later cell that fails says that the page's numbers may be stale."""
+        say_stale_on_error()
         missing = [n for n in self.names if n not in namespace]
         if missing:
             raise ParameterError(f"the parameters cell must define {', '.join(missing)}. {STALE}")
@@ -269,12 +294,19 @@ class Parameters:
         return values
 
     def corners(self) -> list[dict]:
-        """Sets of values that between them put every parameter at each of its corners (parameter j takes its
-        corner (i + j) mod its count in set i), as few sets as the parameter with the most corners needs."""
+        """Sets of values that between them put every parameter at each of its corners, as few sets as the parameter
+        with the most corners needs. Each corner but a parameter's first (its cheapest: the lower end, the shortest
+        vector) is in one set only, and parameter j's are in sets j+1, j+2, ...: the costly ends of different
+        parameters (a long sequence, many steps) fall in different sets."""
         lists = [p.corners() for p in self.params]
         runs = max(map(len, lists))
-        return [self._fit_lengths({p.name: c[(i + j) % len(c)] for j, (p, c) in enumerate(zip(self.params, lists))})
-                for i in range(runs)]
+
+        def pick(i, j, c):
+            k = (i - j) % runs
+            return c[k] if k < len(c) else c[0]
+
+        pairs = list(enumerate(zip(self.params, lists, strict=True)))
+        return [self._fit_lengths({p.name: pick(i, j, c) for j, (p, c) in pairs}) for i in range(runs)]
 
     def draw(self, rng: random.Random) -> dict:
         """One set of values drawn inside the declaration."""
