@@ -16,16 +16,15 @@ import dataclasses
 import math
 import numbers
 import random
+import textwrap
 
 import numpy as np
 
 STALE = ("Nothing after this cell has run, so numbers in the text below may still be those of an earlier run. "
          "Change the value in the parameters cell and run all cells again.")
-
-
-STOPPED = ("This cell stopped with an error, so the cells after it have not run, and numbers in the text of this page "
-           "may still be those of an earlier run (JupyterLab recomputes them as a run reaches them). Put right what "
-           "the error names and run all cells again.")
+STOPPED = ("(If you ran all cells, the run stopped at this error: the cells below it have not run, and numbers in the "
+           "text of this page may still be those of an earlier run, since JupyterLab recomputes them only as a run "
+           "reaches them. Put right what the error names and run all cells again.)")
 
 
 def _say_stale(result) -> None:
@@ -166,7 +165,7 @@ class Vector:
             lo, hi = int(self.lo), int(min(self.hi, self.lo + 10_000))
             span = list(range(lo, hi + 1))
             longest = [span[round(i * (len(span) - 1) / max(1, self.max_len - 1))] for i in range(self.max_len)]
-            return [[lo] * self.min_len if self.min_len else [], [hi] * self.min_len, longest]
+            return [[lo] * self.min_len, longest, [hi] * self.min_len]
         n, big = self.max_len, min(self.hi, -self.lo)
         return [self._fit([1.5, -0.5, 2.0, 0.25][: self.min_len] + [0.5] * max(0, self.min_len - 4)),
                 self._fit([float((7 * i) % 13 - 6) for i in range(n)]),
@@ -258,7 +257,8 @@ class Parameters:
     def __str__(self) -> str:
         width = max(map(len, self.names))
         lines = ["What each parameter may be (a value outside this is refused here, by name):"]
-        lines += [f"  {p.name:{width}}  {p.allowed()}" for p in self.params]
+        lines += [textwrap.fill(p.allowed(), 100, initial_indent=f"  {p.name:{width}}  ",
+                                subsequent_indent=" " * (width + 4)) for p in self.params]
         lines += [f"  {' and '.join(group)} must have the same length" for group in self.same_length]
         return "\n".join(lines)
 
@@ -318,7 +318,7 @@ class Parameters:
 def _check_config(kw: dict) -> None:
     from .transformer import Config
 
-    limits = dict(depth=2, d_model=16, heads=4, d_ff=16, vocab=8, seq_len=4)
+    limits = dict(depth=1, d_model=8, heads=2, d_ff=12, vocab=5, seq_len=3)   # the check's cost grows fast
     if unknown := sorted(set(kw) - set(limits)):
         raise TypeError(f"takes only {', '.join(limits)}; got {', '.join(unknown)}")
     for key, value in kw.items():
@@ -366,12 +366,12 @@ SECTIONS = {
         Vector("GRAD_DEPTHS", 1, 3, 1, 24, integer=True, as_tuple=True),
         Vector("GRAD_SEEDS", 1, 5, 0, 1000, integer=True, as_tuple=True),
         Choice("GRAD_MATRIX", ("attn.wq", "attn.wk", "attn.wv", "attn.wo", "mlp.w1", "mlp.w2")),
-        Keywords("CHECK", "the gradient check's model: any of depth (1 to 2), d_model (to 16), heads (to 4, "
-                 "dividing d_model), d_ff (to 16), vocab (to 8), seq_len (to 4)", _check_config,
-                 (dict(depth=1, d_model=4, heads=1, d_ff=2, vocab=2, seq_len=1),
-                  dict(depth=2, d_model=16, heads=4, d_ff=16, vocab=8, seq_len=4))),
+        Keywords("CHECK", "the gradient check's model, small enough to check in seconds: depth 1, d_model up to "
+                 "8, heads up to 2 (dividing d_model), d_ff up to 12, vocab up to 5, seq_len up to 3", _check_config,
+                 (dict(depth=1, d_model=2, heads=1, d_ff=1, vocab=2, seq_len=1),
+                  dict(depth=1, d_model=8, heads=2, d_ff=12, vocab=5, seq_len=3))),
         Number("COSINE_DEPTH", 1, 48, integer=True),
-        Number("CHECK_BATCH", 1, 16, integer=True),
+        Number("CHECK_BATCH", 1, 8, integer=True),
         Keywords("LIVE", "any train() arguments: lr, steps (to 20000), warmup, seed, batch, eval_every and "
                  "Config's fields (depth, placement, norm, eps, ...)", _check_train,
                  (dict(depth=1, placement="pre", lr=0.01, steps=1, seed=0),

@@ -264,7 +264,7 @@ def test_the_check_accepts_lists_tuples_and_arrays_and_names_what_it_refuses():
     with pytest.raises(ParameterError, match="must define N"):
         decl.check({k: v for k, v in ok.items() if k != "N"})
     help_text = str(decl)
-    assert "A     2 to 64 numbers" in help_text and "A and B must have the same length" in help_text
+    assert "  A    2 to 64 numbers" in help_text and "A and B must have the same length" in help_text
 
 
 def test_a_failing_cell_after_the_check_says_the_page_may_be_stale(tmp_path):
