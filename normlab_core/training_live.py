@@ -159,7 +159,8 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
         figure = display(drawing(None), raw=True, display_id=True)   # the empty axes at once
 
         def redraw(r):
-            figure.update(drawing(r), raw=True)
+            if figure is not None:
+                figure.update(drawing(r), raw=True)
     else:   # a terminal or a script: one line of text, rewritten in place, where no image can be shown
         width = [0]
 
