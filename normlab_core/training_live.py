@@ -13,6 +13,7 @@ import dataclasses
 import html
 import math
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +100,15 @@ class LiveLoss:
         return figure_png(self.fig)
 
 
-def _status(run: Run | None, steps: int) -> str:
+def _clock(done: int, steps: int, seconds: float) -> str:
+    """Elapsed time and an estimate of the time left, from the steps done so far (shown only while a run trains,
+    never in the last drawing, so that a stored figure does not depend on the machine)."""
+    left = seconds / done * (steps - done) if done else math.nan
+    said = f"{seconds:.0f} s so far"
+    return said + (f", about {left:.0f} s left" if math.isfinite(left) else "")
+
+
+def _status(run: Run | None, steps: int, seconds: float | None = None) -> str:
     if run is None:
         return f"starting: 0 of {steps} steps"
     acc = f"held-out accuracy {number(run.accuracy, 3)}"
@@ -109,7 +118,8 @@ def _status(run: Run | None, steps: int) -> str:
         return f"diverged at step {len(run.loss)}: {acc}"
     if len(run.loss) == steps:
         return f"finished {steps} steps: {run.outcome}, {acc}"
-    return f"step {len(run.loss)} of {steps}, {acc}"
+    return f"step {len(run.loss)} of {steps}, {acc}" + ("" if seconds is None else
+                                                        f"; {_clock(len(run.loss), steps, seconds)}")
 
 
 def _config(cfg, config: dict):
@@ -149,9 +159,10 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
         _show_stored(cfg, lr, steps, warmup, seed)
         return None
     live = LiveLoss(cfg, lr, steps, warmup, seed, COLORS.get(cfg.placement, COLORS["layer_norm"]))
+    start = time.monotonic()
 
     def drawing(r):   # the figure, and its words where no image can be shown
-        status = _status(r, steps)
+        status = _status(r, steps, time.monotonic() - start)
         return {"image/png": base64.b64encode(live.draw(r, status)).decode("ascii"),
                 "text/plain": f"Training loss of {live.name}: {status}"}
 
@@ -165,7 +176,7 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
         width = [0]
 
         def redraw(r, end=""):
-            line = f"{live.name}: {_status(r, steps)}"
+            line = f"{live.name}: {_status(r, steps, time.monotonic() - start)}"
             print(f"\r{line:{width[0]}}", end=end, flush=True)    # padded over a longer line before it
             width[0] = len(line)
 

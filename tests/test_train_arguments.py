@@ -149,3 +149,14 @@ def test_compare_returns_nothing_to_echo_and_keeps_runs_apart_beyond_six(monkeyp
     loss_lines = [line for line in fig.axes[0].lines if len(line.get_xdata()) == 10]
     styles = {(line.get_color(), line.get_linestyle()) for line in loss_lines}
     assert len(loss_lines) == 8 and len(styles) == 8, styles
+
+
+def test_the_live_status_says_the_time_while_training_and_not_once_finished():
+    """While a run trains its status gives the elapsed time and an estimate of the time left (from the steps done);
+    the finished run's status, the one a stored notebook keeps, has no time in it."""
+    run = training.Run(Config(**TINY), 0.01, 40, 0.0, 0, loss=np.full(10, 2.0), eval_steps=np.array([0, 10]),
+                       eval_loss=np.array([2.5, 2.0]), eval_accuracy=np.array([0.1, 0.2]))
+    assert live._status(run, 40, 12.0).endswith("; 12 s so far, about 36 s left")     # 10 steps in 12 s, 30 to go
+    done = training.Run(Config(**TINY), 0.01, 10, 0.0, 0, loss=np.full(10, 2.0), eval_steps=np.array([0, 10]),
+                        eval_loss=np.array([2.5, 2.0]), eval_accuracy=np.array([0.1, 0.2]))
+    assert " s " not in live._status(done, 10, 12.0) and live._status(done, 10, 12.0).startswith("finished 10 steps")
