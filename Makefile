@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-notebooks test-book test-browser test-pdf test-executed test-lab test-portable test-determinism screenshots bench experiments exercises grade lint clean clean-grading
+.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-explore test-notebooks test-book test-browser test-pdf test-executed test-lab test-portable test-determinism screenshots bench experiments exercises grade lint clean clean-grading
 
 # lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
@@ -100,6 +100,12 @@ check: lint
 # (tests/test_quick_explorables.py is make check's one state per explorable; test_catalog.py here draws them all.)
 test-unit: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests --ignore=tests/test_quick_explorables.py -m "not browser and not lab and not pdf and not portable and not classroom and not book"
+
+# Property-based exploration of the parameters cells (tests/test_parameter_explore.py, not part of `make test`):
+# hypothesis draws values inside each declaration of normlab_core/parameters.py and runs the notebook on each (fixed
+# seed). NORMLAB_EXPLORE_EXAMPLES=N sets the examples per notebook (default 12); `make test` runs only the corners.
+test-explore: $(STAMP)
+	NORMLAB_EXPLORE=1 MPLBACKEND=Agg $(BIN)/pytest -p no:cacheprovider tests/test_parameter_explore.py $(EXPLORE_ARGS)
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS)

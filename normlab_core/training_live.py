@@ -13,6 +13,7 @@ import dataclasses
 import html
 import math
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +100,15 @@ class LiveLoss:
         return figure_png(self.fig)
 
 
-def _status(run: Run | None, steps: int) -> str:
+def _clock(done: int, steps: int, seconds: float) -> str:
+    """Elapsed time and an estimate of the time left, from the steps done so far (shown only while a run trains,
+    never in the last drawing, so that a stored figure does not depend on the machine)."""
+    left = seconds / done * (steps - done) if done else math.nan
+    said = f"{seconds:.0f} s so far"
+    return said + (f", about {left:.0f} s left" if math.isfinite(left) else "")
+
+
+def _status(run: Run | None, steps: int, seconds: float | None = None) -> str:
     if run is None:
         return f"starting: 0 of {steps} steps"
     acc = f"held-out accuracy {number(run.accuracy, 3)}"
@@ -109,7 +118,8 @@ def _status(run: Run | None, steps: int) -> str:
         return f"diverged at step {len(run.loss)}: {acc}"
     if len(run.loss) == steps:
         return f"finished {steps} steps: {run.outcome}, {acc}"
-    return f"step {len(run.loss)} of {steps}, {acc}"
+    return f"step {len(run.loss)} of {steps}, {acc}" + ("" if seconds is None else
+                                                        f"; {_clock(len(run.loss), steps, seconds)}")
 
 
 def _config(cfg, config: dict):
@@ -149,27 +159,49 @@ def train(cfg=None, lr: float = 3e-3, steps: int = 500, warmup: float = 0.0, see
         _show_stored(cfg, lr, steps, warmup, seed)
         return None
     live = LiveLoss(cfg, lr, steps, warmup, seed, COLORS.get(cfg.placement, COLORS["layer_norm"]))
+    start = time.monotonic()
 
     def drawing(r):   # the figure, and its words where no image can be shown
-        status = _status(r, steps)
+        status = _status(r, steps, time.monotonic() - start)
         return {"image/png": base64.b64encode(live.draw(r, status)).decode("ascii"),
                 "text/plain": f"Training loss of {live.name}: {status}"}
 
-    figure = display(drawing(None), raw=True, display_id=True)   # the empty axes at once
-    update = figure.update if figure is not None else lambda obj, **k: None     # None outside IPython
+    if in_kernel():
+        figure = display(drawing(None), raw=True, display_id=True)   # the empty axes at once
 
-    def redraw(r):
-        update(drawing(r), raw=True)
+        def redraw(r):
+            if figure is not None:
+                figure.update(drawing(r), raw=True)
+    else:   # a terminal or a script: one line of text, rewritten in place, where no image can be shown
+        width = [0]
 
+        def redraw(r, end=""):
+            line = f"{live.name}: {_status(r, steps, time.monotonic() - start)}"
+            print(f"\r{line:{width[0]}}", end=end, flush=True)    # padded over a longer line before it
+            width[0] = len(line)
+
+        redraw(None)
     result = training.run(cfg, lr, steps, warmup, seed, batch=batch, eval_every=every, progress=False,
                           callback=redraw)
     _LAST[:] = [result]
-    update(drawing(result), raw=True)
+    if in_kernel():
+        redraw(result)
+    else:
+        redraw(result, end="\n")
     if result.interrupted:
         raise KeyboardInterrupt(f"train() stopped after {len(result.loss)} of {steps} steps; the run is kept: "
                                 "last_run() returns it. The cells after this one did not run.")
-    display(HTML(f"<p>{html.escape(_status(result, steps))}.</p>"))
+    if in_kernel():
+        display(HTML(f"<p>{html.escape(_status(result, steps))}.</p>"))
     return result
+
+
+def in_kernel() -> bool:
+    """True in a Jupyter kernel (where an image can be shown and redrawn), False in a terminal or a script."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def _show_stored(cfg, lr, steps, warmup, seed):
@@ -187,6 +219,12 @@ def _show_stored(cfg, lr, steps, warmup, seed):
 
 # -- compare: runs overlaid, beside the stored seeds of their configurations ------------------------------------------
 RUN_COLOURS = ["#1b6ca8", "#c2410c", "#15803d", "#7e22ce", "#a16207", "#0f766e"]
+RUN_DASHES = ["-", "--", ":", "-."]     # beyond six runs the colours come round again, each time with another dash
+
+
+def run_style(i: int) -> tuple[str, str]:
+    """(colour, line style) of the i-th run of a comparison: distinct for len(RUN_COLOURS) * len(RUN_DASHES) runs."""
+    return RUN_COLOURS[i % len(RUN_COLOURS)], RUN_DASHES[(i // len(RUN_COLOURS)) % len(RUN_DASHES)]
 
 
 def _as_run(r, i: int) -> Run:
@@ -209,10 +247,10 @@ def compare_figure(runs: list, stored: bool = False, narrow: bool = False):
         loss_axes(ax, textwrap.fill(title, 34) if narrow else title,
                   n_steps=max(r.steps for r in runs))
         for i, r in enumerate(runs):
-            colour = RUN_COLOURS[i % len(RUN_COLOURS)]
+            colour, dash = run_style(i)
             words = run_words(r.cfg, r.lr, r.warmup, r.seed) + ("" if len(r.loss) == r.steps else
                                                                 f", stopped at {len(r.loss)}")
-            ax.plot(np.arange(1, len(r.loss) + 1), r.loss, color=colour, lw=1.2, alpha=0.9, zorder=3,
+            ax.plot(np.arange(1, len(r.loss) + 1), r.loss, dash, color=colour, lw=1.2, alpha=0.9, zorder=3,
                     label=f"{chr(ord('A') + i)}: {words}")
             ax.plot(r.eval_steps, r.eval_loss, "o", color=colour, ms=3.5, mfc="white", zorder=4)
             curves += [r.loss, r.eval_loss]
@@ -237,7 +275,8 @@ def compare_figure(runs: list, stored: bool = False, narrow: bool = False):
 
 def compare(*runs, stored: bool = False):
     """Draw runs (Runs, or paths of saved runs) overlaid; stored=True adds the stored seeds of each run's
-    configuration (as `make experiments` trained them). Returns the figure's runs, as Runs."""
+    configuration (as `make experiments` trained them). Returns None, so that the call ending a cell shows the
+    figure alone; the runs are the arguments (Run.load reads a saved one)."""
     from . import display
 
     if not runs:
@@ -249,4 +288,3 @@ def compare(*runs, stored: bool = False):
                         alt="Training loss against step of " + "; ".join(
                             f"run {chr(ord('A') + i)}, {run_words(r.cfg, r.lr, r.warmup, r.seed)}"
                             for i, r in enumerate(runs)) + ", chance loss dashed.")
-    return runs

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import norms
-from ._checks import check_choice, check_positive_int
+from ._checks import check_choice, check_eps, check_positive_int
 
 PLACEMENTS = ("post", "pre", "peri")
 DYT_ALPHA = norms.dyt.ALPHA   # DyT's starting alpha (Zhu et al. 2025 use 0.5 outside their largest language models)
@@ -50,6 +50,7 @@ class Config:
         for name in ("depth", "d_model", "heads", "d_ff", "vocab", "seq_len"):
             check_positive_int(getattr(self, name), name)
         check_choice(self.placement, "placement", PLACEMENTS)
+        check_eps(self.eps)
         norms.get(self.norm, per_token=True)
         if self.d_model % self.heads:
             raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.heads})")

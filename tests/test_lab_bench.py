@@ -35,6 +35,7 @@ def shown(monkeypatch):
         return Handle() if display_id else None
 
     monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(live, "in_kernel", lambda: True)      # as in JupyterLab (outside it train() writes text)
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
     return out
 

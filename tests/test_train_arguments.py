@@ -44,6 +44,9 @@ def nothing_shown(monkeypatch):
     (dict(batch=0), ValueError, ["batch"]),
     (dict(eval_every=0), ValueError, ["eval_every"]),
     (dict(depth=0), ValueError, ["depth"]),
+    (dict(eps="1e-5"), TypeError, ["eps", "'1e-5'", ">= 0"]),        # once failed after the figure was drawn
+    (dict(eps=-1e-5), ValueError, ["eps", "-1e-05", ">= 0"]),         # once trained and said "diverged at step 0"
+    (dict(eps=math.nan), ValueError, ["eps", "nan"]),
 ])
 def test_train_names_the_bad_argument_before_showing_anything(nothing_shown, monkeypatch, static, kwargs, error,
                                                               words):
@@ -109,3 +112,51 @@ def test_an_empty_run_and_other_files_are_handled(tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(ValueError, match="not JSON"):
         training.Run.load(tmp_path / "broken.json")
+
+
+def test_every_config_field_is_checked_where_the_config_is_made():
+    """A Config with a bad eps is refused when it is made, as its other fields are (not at the first step)."""
+    for eps, error in (("1e-5", TypeError), (-1.0, ValueError), (math.inf, ValueError)):
+        with pytest.raises(error, match="eps"):
+            Config(**TINY, eps=eps)
+    assert Config(**TINY, eps=0.0).eps == 0.0
+
+
+def test_outside_jupyter_train_prints_one_line_of_progress_not_image_data(monkeypatch, capsys):
+    """In a terminal or a script, train() writes its progress as text on one line (rewritten with a carriage
+    return), not the live figure's PNG as base64 (once 30 KB of it)."""
+    monkeypatch.delenv("NORMLAB_STATIC", raising=False)
+    r = live.train(lr=1e-2, steps=6, eval_every=3, **TINY, placement="pre")
+    out = capsys.readouterr().out
+    assert "iVBOR" not in out and "image/png" not in out and len(out) < 2000, out[:300]
+    assert out.count("\n") == 1 and out.endswith("\n"), repr(out)
+    last = out.rstrip("\n").split("\r")[-1]
+    assert "finished 6 steps" in last and "pre-norm" in last, last
+    assert len(r.loss) == 6
+
+
+def test_compare_returns_nothing_to_echo_and_keeps_runs_apart_beyond_six(monkeypatch):
+    """compare(...) ending a cell shows the figure alone (it returns None, so no list of Runs is echoed under it),
+    and eight runs get eight different (colour, line style) pairs."""
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: None)
+    runs = [training.Run(Config(**TINY), 0.01, 10, 0.0, seed, loss=np.linspace(2.5, 0.5 + seed / 10, 10),
+                         eval_steps=np.array([0, 10]), eval_loss=np.array([2.5, 1.0]),
+                         eval_accuracy=np.array([0.1, 0.5])) for seed in range(8)]
+    assert live.compare(*runs) is None
+    fig = live.compare_figure(runs)
+    loss_lines = [line for line in fig.axes[0].lines if len(line.get_xdata()) == 10]
+    styles = {(line.get_color(), line.get_linestyle()) for line in loss_lines}
+    assert len(loss_lines) == 8 and len(styles) == 8, styles
+
+
+def test_the_live_status_says_the_time_while_training_and_not_once_finished():
+    """While a run trains its status gives the elapsed time and an estimate of the time left (from the steps done);
+    the finished run's status, the one a stored notebook keeps, has no time in it."""
+    run = training.Run(Config(**TINY), 0.01, 40, 0.0, 0, loss=np.full(10, 2.0), eval_steps=np.array([0, 10]),
+                       eval_loss=np.array([2.5, 2.0]), eval_accuracy=np.array([0.1, 0.2]))
+    assert live._status(run, 40, 12.0).endswith("; 12 s so far, about 36 s left")     # 10 steps in 12 s, 30 to go
+    done = training.Run(Config(**TINY), 0.01, 10, 0.0, 0, loss=np.full(10, 2.0), eval_steps=np.array([0, 10]),
+                        eval_loss=np.array([2.5, 2.0]), eval_accuracy=np.array([0.1, 0.2]))
+    assert " s " not in live._status(done, 10, 12.0) and live._status(done, 10, 12.0).startswith("finished 10 steps")

@@ -299,6 +299,14 @@ def test_train_live_returns_the_run_it_drew(monkeypatch):
     from normlab_core import training_live as live
 
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
+    monkeypatch.setattr(live, "in_kernel", lambda: True)     # the live figure is drawn in a kernel (else a text line)
+
+    class Handle:                                             # a kernel's display handle: each update replaces it
+        def update(self, obj, **kwargs):
+            pass
+
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display", lambda *a, display_id=None, **k: Handle() if display_id else None)
     drawn = []
     real = live.LiveLoss.draw
     monkeypatch.setattr(live.LiveLoss, "draw", lambda self, run, status: drawn.append(0 if run is None else len(

@@ -34,6 +34,8 @@ def half_height(scale: float, x) -> float:
     if scale == 0:
         return 1.0     # every value is the same: nothing to show but the line at the mean
     half = 1.15 * scale * float(np.max(np.abs(x - x.mean())))
+    if not half > 0:
+        return 1.0     # a constant x: no deviation to hold
     decade = 10.0 ** math.floor(math.log10(half))
     return next(m * decade for m in (1, 2, 5, 10) if m * decade >= half * (1 - 1e-12))
 
@@ -41,7 +43,8 @@ def half_height(scale: float, x) -> float:
 def setup(fig, *, narrow, x):
     ax_x, ax_z = panels(fig, narrow)
     idx = np.arange(x.size)
-    z = (x - x.mean()) / x.std()
+    z = standardize(x)
+    z = np.zeros(x.size) if z is None else z      # a constant x: 0/0, drawn at 0 (update says why)
     band = ax_x.axhspan(-1, 1, color=COLORS["input"], alpha=0.12, lw=0, label=r"mean $\pm$ 1 std")
     ax_x.axhline(0, color=COLORS["input"], lw=1, ls="--", label="mean")
     (raw,) = ax_x.plot(idx, x - x.mean(), "o-", color=COLORS["input"], label=r"$x_i - \bar{x}$")
