@@ -250,7 +250,7 @@ def verdict(over: set[tuple[str, str]], allowed: set[tuple[str, str]] = NOT_YET_
 
 
 def table(pages: list[Page], root: str) -> str:
-    head = f"| page | words | screens | first figure | number sentences | source mentions | over budget |"
+    head = "| page | words | screens | first figure | number sentences | source mentions | over budget |"
     lines = [head, "|---|---:|---:|---:|---:|---:|---|"]
     for p in pages:
         fig = "none" if p.first_figure is None else f"{p.first_figure:.1f}"

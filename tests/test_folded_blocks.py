@@ -56,7 +56,8 @@ def test_folded_blocks_are_closed_on_screen_and_open_in_print(reader, size):
     assert f["closedAdmonitions"] == f["admonitions"] and f["closedCells"] == f["cells"], f
     assert not f["insideShown"] and not f["codeShown"], "a closed block shows its content on screen"
     # a folded admonition takes little room: its title bar only
-    height = page.evaluate("() => document.querySelector('article .admonition.dropdown').getBoundingClientRect().height")
+    height = page.evaluate(
+        "() => document.querySelector('article .admonition.dropdown').getBoundingClientRect().height")
     assert height < 90, f"a closed 'Check the figures' block is {height:.0f} px tall"
 
     # print media, the stylesheet alone: everything is shown

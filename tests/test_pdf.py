@@ -448,4 +448,5 @@ def test_folded_blocks_are_printed_open(pdf):
     assert checked >= 10, f"only {checked} folded blocks found in the site"
     printed = [p for p in prompts if p and p in " ".join(everything.split())]
     assert not printed, f"the buttons that open folded blocks are printed: {printed}"
-    assert not missing, "folded text missing from the PDF (run `make pdf` after `make book`):\n" + "\n".join(missing[:10])
+    assert not missing, ("folded text missing from the PDF (run `make pdf` after `make book`):\n"
+                         + "\n".join(missing[:10]))
