@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-explore test-notebooks test-book test-browser test-pdf test-executed test-lab test-portable test-determinism screenshots bench experiments exercises grade lint clean clean-grading
+.PHONY: venv classroom-deps classroom test-classroom grades-lms lab lab-instructor book pdf notebooks check test test-unit test-explore test-notebooks test-book test-browser test-pdf test-executed test-lab test-portable test-determinism screenshots reading-budget bench experiments exercises grade lint clean clean-grading
 
 # lab-settings/overrides.json: JupyterLab defaults for every server run from .venv (make lab and the JupyterLab tests):
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
@@ -129,6 +129,11 @@ test-browser: $(STAMP)
 # screenshots of each explorable and of each page's first screen, and leaves the full pages to this target.
 screenshots: $(STAMP) $(SITE_STAMP)
 	NORMLAB_PAGE_SHOTS=1 $(BIN)/pytest $(XDIST_BROWSER) tests/test_site_reading.py -m browser -k "test_page_on_a"
+
+# The reading budgets of every page of the site as built, as a table (scripts/reading_budget.py; make test checks
+# them in tests/test_reading_budget.py). Exits 1 when a page is over a budget it is not declared to exceed.
+reading-budget: $(STAMP) $(SITE_STAMP)
+	$(BIN)/python -m scripts.reading_budget _build/html
 
 # The PDF edition of the site as built, then its checks (tests/test_pdf.py: pages, bookmarks, text, links).
 test-pdf: $(STAMP)

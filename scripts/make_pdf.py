@@ -4,7 +4,8 @@ Every page of _toc.yml, in the order of the table of contents, is opened from th
 (SITE, default _build/html, served on 127.0.0.1; a request to any other host is refused and reported)
 in Debian's Chromium through Playwright, and printed with the book's own print stylesheet
 (book/assets/normlab-book.css, "Print"): the article, its figures and captions, each explorable's
-current frame, readouts and control values, and no sidebars, buttons or sliders. The pages' PDFs
+current frame, readouts and control values, every folded block open (the "Check the figures" blocks and the
+folded code cells), and no sidebars, buttons or sliders. The pages' PDFs
 are then joined (pypdf) into one file, OUT (default _build/pdf/normlab.pdf), with
 
 * bookmarks: one per section (the page's title), holding the section's own headings;
@@ -115,6 +116,14 @@ ANCHORS = """(ids) => {
   return {missing, headings};
 }"""
 
+# Every folded block open (the checking line is printed: normlab-book.js's openFolds, item 8); returns how many
+# blocks are still closed after that (none, or the page's script did not run).
+OPEN_FOLDS = """() => {
+  if (window.normlab && window.normlab.openFolds) window.normlab.openFolds();
+  const article = document.querySelector('article.bd-article') || document.body;
+  return article.querySelectorAll('details:not([open]), .admonition.toggle-hidden').length;
+}"""
+
 # The landing page of the PDF gets a contents list: every section, with a link to it and the page it starts on
 # (printed first with "00" in place of each number, then again with the numbers once every page's count is known).
 CONTENTS = """(entries) => {
@@ -199,6 +208,9 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
                 broken = page.evaluate(READY)
                 if broken:
                     problems.append(f"{name}: images that did not load: {broken[:3]}")
+                closed = page.evaluate(OPEN_FOLDS)
+                if closed:
+                    problems.append(f"{name}: {closed} folded block(s) would print closed")
                 # the plain reading of maths for the bookmark titles (the search page's script)
                 page.add_script_tag(url=base + "_static/normlab-search.js")
                 marks = page.evaluate(ANCHORS, sorted(targets[name]))
@@ -220,6 +232,7 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
             first = printed[0]
             page.goto(base + first["name"] + ".html", wait_until="load", timeout=90000)
             page.evaluate(READY)
+            page.evaluate(OPEN_FOLDS)
             page.add_script_tag(url=base + "_static/normlab-search.js")
             page.evaluate(ANCHORS, sorted(targets[first["name"]]))
             page.evaluate("() => document.documentElement.classList.add('nl-pdf-first')")

@@ -122,6 +122,8 @@ REPORTED = [
     ("03_mean_and_variance", {"A": [100.0, 102.0, 98.0, 101.0], "B": [0.5, 0.1]}),   # once a raw broadcast error
     ("03_mean_and_variance", "A = np.array([100.0, 102.0, 98.0, 101.0, 99.0, 103.0])"),   # once truth value ...
     ("01_what_you_will_learn", {"MAX_DEPTH": 1}),                     # once an IndexError, inside the stated range
+    ("09_key_takeaways", {"X_SIX": [3.0, 3.0, 3.0, 3.0, 3.0, 3.0]}),                          # a constant vector
+    ("09_key_takeaways", {"X_SIX": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "EPS": 0.0}),              # ... and 0/0
 ]
 
 

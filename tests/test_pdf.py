@@ -416,3 +416,37 @@ def test_the_print_stylesheet_keeps_try_this_with_its_list():
         stripped = stripped.replace(r, "")
     assert any(not together for _, together in _lead_in_pages(stripped, heights)), \
         "the sweep never leaves the lead-in alone, even without its rules: it tests nothing"
+
+
+def test_folded_blocks_are_printed_open(pdf):
+    """The checking line folds away on screen ("Check the figures" admonitions, hide-cell and hide-input code cells)
+    but the PDF holds it: the opening of each folded paragraph and of each folded cell's code is printed in its
+    section, and none of the buttons that open them is."""
+    from bs4 import BeautifulSoup
+
+    reader, texts = pdf
+    starts = section_starts(reader) + [len(texts)]
+    everything = "\n".join(texts)
+    checked, missing, prompts = 0, [], {"Click to show", "Click to hide"}
+    for i, name in enumerate(PAGES):
+        soup = BeautifulSoup(_article(name), "html.parser")
+        prompts |= {" ".join(p.get_text().split()) for p in soup.select("div.cell details.hide > summary p")}
+        samples = []
+        for fold in soup.select(".admonition.dropdown"):
+            for p in fold.select("p:not(.admonition-title)"):
+                if not p.select(".math, script, code"):
+                    samples.append(p.get_text())
+                    break
+        for cell in soup.select("div.cell details.hide .cell_input pre"):
+            samples.append(cell.get_text().strip().splitlines()[0])
+        section = _squash("\n".join(texts[starts[i]:starts[i + 1]]))
+        for sample in samples:
+            words = _squash(" ".join(sample.split()[:8]))
+            checked += 1
+            if words and words not in section:
+                missing.append(f"{name}: {sample[:60]!r}")
+    assert checked >= 10, f"only {checked} folded blocks found in the site"
+    printed = [p for p in prompts if p and p in " ".join(everything.split())]
+    assert not printed, f"the buttons that open folded blocks are printed: {printed}"
+    assert not missing, ("folded text missing from the PDF (run `make pdf` after `make book`):\n"
+                         + "\n".join(missing[:10]))

@@ -62,7 +62,10 @@ MIN_SIGNIFICANT = 3
 
 # Things removed before scanning (replaced by a space so the text around them stays apart).
 _STRIP = [
-    re.compile(r"```.*?```", re.S),                 # fenced code
+    # fenced code; a MyST directive's fence (````{admonition} Check the figures) holds prose, so only its fence
+    # and option lines go
+    re.compile(r"^(`{3,})(?!`)(?![ \t]*\{)[^\n]*\n.*?^\1[ \t]*$", re.S | re.M),
+    re.compile(r"^(?:`{3,}[ \t]*(?:\{[\w:-]+\}[^\n]*)?|:[\w-]+:[^\n]*)$", re.M),
     re.compile(r"\{[a-z:]+\}`[^`]*`"),              # MyST roles: {cite:p}`key`, {ref}`x`
     re.compile(r"`[^`]*`"),                         # code spans
     re.compile(r"\]\([^)]*\)"),                     # link targets: [text](target)

@@ -24,6 +24,13 @@
  *    code cell shows) is shrunk to the column and its tick labels become too small to read;
  *    tapping it shows the picture at full size in a dialog that scrolls. A tap, Escape or the close button closes it.
  * 6. (normlab-search.js: over file://, results without snippets.)
+ * 8. Folded blocks: the checking line of every page ("Check the figures" admonitions with the dropdown class,
+ *    which sphinx-togglebutton folds, and code cells myst-nb folds into <details> for the hide-cell and hide-input
+ *    tags) is closed on screen and open on paper: before printing every folded block opens, and after printing
+ *    the ones that were closed close again (window.normlab.openFolds / closeFolds; scripts/make_pdf.py calls
+ *    openFolds before it prints a page). A page opened at an anchor or from a search result opens the folded
+ *    block that holds the anchor or the first highlighted term, so what was found is shown. The fold's button
+ *    is a Tab stop with a visible focus ring (normlab-book.css), and Enter or Space opens and closes it.
  * 7. The table of contents is one Tab stop. Its links were thirteen Tab stops on every page, in
  *    front of the article. Now Tab enters the list at the current page (or the first entry) and
  *    leaves it with the next Tab; the arrow keys, Home and End move between its entries and Enter
@@ -287,7 +294,56 @@
     });
   }
 
+  // -- folded blocks (item 8) -------------------------------------------------------------------------
+  var FOLDED_ADMONITION = ".admonition.toggle-hidden, .admonition.dropdown.toggle-hidden";
+  var opened = [];
+  function openFolds() {
+    var article = document.querySelector("article.bd-article") || document.body;
+    article.querySelectorAll("details:not([open])").forEach(function (d) { d.open = true; opened.push(d); });
+    article.querySelectorAll(FOLDED_ADMONITION).forEach(function (a) {
+      a.classList.remove("toggle-hidden");
+      opened.push(a);
+    });
+    return opened.length;
+  }
+  function closeFolds() {
+    opened.forEach(function (el) {
+      if (el.tagName === "DETAILS") el.open = false;
+      else el.classList.add("toggle-hidden");
+    });
+    opened = [];
+  }
+  // open the folded blocks around `el` (the anchor a link points to, a term a search result highlights)
+  function revealIn(el) {
+    for (var n = el; n && n !== document.body; n = n.parentElement) {
+      if (n.tagName === "DETAILS" && !n.open) n.open = true;
+      else if (n.classList && n.classList.contains("toggle-hidden")) n.classList.remove("toggle-hidden");
+    }
+  }
+  function revealTarget() {
+    var id = location.hash ? decodeURIComponent(location.hash.slice(1)) : "";
+    var target = id && document.getElementById(id);
+    if (target) {
+      var hidden = target.closest && target.closest("details:not([open]), .toggle-hidden");
+      revealIn(target);
+      if (hidden) target.scrollIntoView();
+    }
+    var mark = document.querySelector("article .highlighted");
+    if (mark && mark.closest("details:not([open]), .toggle-hidden")) revealIn(mark);
+  }
+  function setupFolds() {
+    window.normlab = window.normlab || {};
+    window.normlab.openFolds = openFolds;
+    window.normlab.closeFolds = closeFolds;
+    window.addEventListener("beforeprint", openFolds);
+    window.addEventListener("afterprint", closeFolds);
+    window.addEventListener("hashchange", revealTarget);
+    // after sphinx-togglebutton has folded the admonitions and sphinx_highlight has marked the terms
+    window.addEventListener("load", function () { setTimeout(revealTarget, 0); });
+  }
+
   function onReady() {
+    setupFolds();
     markForPrint();
     closeDrawerOnTap();
     markTextColumns();
