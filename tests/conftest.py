@@ -88,14 +88,16 @@ def pytest_xdist_make_scheduler(config, log):
 # explorable and the grading judge, without their slowest tests (QUICK_EXCEPT).
 AREAS = {
     "maths": ["test_maths.py", "test_norm_registry.py", "test_geometry.py", "test_backward_complete.py",
-              "test_batch_norm_contrast.py", "test_low_precision.py", "test_transformer.py", "test_model_norms.py"],
+              "test_batch_norm_contrast.py", "test_low_precision.py", "test_transformer.py", "test_model_norms.py",
+              "test_scale_*.py"],
     "mechanism": ["test_mechanism.py", "test_static.py", "test_catalog.py", "test_threads.py", "test_quick_*.py"],
     "notebooks": ["test_parameter*.py", "test_prose_numbers.py", "test_notebook_hygiene.py",
                   "test_executed_notebooks.py"],
     "training": ["test_train*.py", "test_experiments*.py", "test_portable.py"],
     "jupyterlab": ["test_lab*.py", "test_live.py"],
     "site": ["test_browser*.py", "test_site_*.py", "test_search.py", "test_pdf.py", "test_reader_*.py",
-             "test_static_figures.py", "test_finish_site.py", "test_make_site.py", "test_reading_*.py"],
+             "test_static_figures.py", "test_finish_site.py", "test_make_site.py", "test_reading_*.py",
+             "test_folded_*.py"],
     "grading": ["test_grading_*.py", "test_assignments.py", "test_grades_lms.py", "test_classroom.py"],
     "project": ["test_layers.py", "test_references.py"],
 }
