@@ -18,6 +18,9 @@ For every submission in submitted/<student>/<assignment>/ that is new or changed
 5. the report lists scores, check cells put back, submissions marked for review, and last the submissions
    that failed to grade (exit status 1 if there is one).
 
+A folder submitted/<student>/ whose name breaks the student-id rule (`ids.py`) is refused before anything
+else: it is named in the report, not graded, and the run ends with status 1.
+
 Submissions are graded by N worker processes at once (default: one per core); each worker builds the
 checks' inputs and references once. Unchanged submissions are skipped (their fingerprint, and that of the
 grader, are kept in logs/<assignment>/<student>.json); `--student` regrades the named students, `--all`
@@ -568,7 +571,7 @@ def grade(course: Path, args) -> int:
     wanted = {s for item in args.student for s in item.split(",") if s}
     unknown = sorted(wanted - set(students))
     if unknown:
-        print(f"no submission of {', '.join(unknown)} in {course / 'submitted'}/*/{assignment}")
+        print(f"no submission of {', '.join(printable(u) for u in unknown)} in {course / 'submitted'}/*/{assignment}")
         return 1
 
     state_dir = course / "logs" / assignment
