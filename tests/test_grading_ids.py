@@ -361,3 +361,17 @@ def test_every_formgrader_template_renders_ids_as_text():
         assert PAGE_ID not in html and SCRIPT_ID not in html, name
         for line in re.findall(r"^\s*var \w+ = \".*$", html, flags=re.M):   # a value in a script
             assert re.fullmatch(r'\s*var \w+ = "(?:[^"\\<>&\']|\\.)*";', line), (name, line)
+
+
+@pytest.mark.parametrize("config", ["lab/instructor/jupyter_server_config.d/normlab_formgrader.json",
+                                    "classroom/instructor/jupyter_server_config.json"])
+def test_the_instructors_servers_load_formgrader_only_escaped(config):
+    """`make lab-instructor` and the hub's instructor: nbgrader's own loading of Formgrader is off and
+    normlab_formgrader's is on, so that without the escaping there is no Formgrader at all."""
+    from scripts import lab as lab_script
+
+    root = Path(__file__).resolve().parent.parent
+    extensions = json.loads((root / config).read_text())["ServerApp"]["jpserver_extensions"]
+    assert extensions["nbgrader.server_extensions.formgrader"] is False and extensions["normlab_formgrader"] is True
+    env = lab_script.lab_env({}, instructor=True)
+    assert (Path(env["PYTHONPATH"]) / "normlab_formgrader.py").is_file()
