@@ -230,6 +230,7 @@ def graded(course, tmp_path_factory):
 def test_make_grade_refuses_hostile_folders_and_grades_the_rest(graded):
     root, status, out = graded
     assert status == 1, out    # something was refused: the run says so in its status
+    assert "5 submission folder(s) REFUSED" in out and "every submission was graded" not in out, out
     for name in ("img", "comma", "glob", "lookalike", "long"):
         assert f"refused: submitted/{grade.printable(HOSTILE[name])}/" in out, (name, out)
     with open(root / "grades.csv", newline="", encoding="utf-8") as fh:
