@@ -230,6 +230,7 @@ def graded(course, tmp_path_factory):
 def test_make_grade_refuses_hostile_folders_and_grades_the_rest(graded):
     root, status, out = graded
     assert status == 1, out    # something was refused: the run says so in its status
+    assert "5 submission folder(s) REFUSED" in out and "every submission was graded" not in out, out
     for name in ("img", "comma", "glob", "lookalike", "long"):
         assert f"refused: submitted/{grade.printable(HOSTILE[name])}/" in out, (name, out)
     with open(root / "grades.csv", newline="", encoding="utf-8") as fh:
@@ -361,3 +362,17 @@ def test_every_formgrader_template_renders_ids_as_text():
         assert PAGE_ID not in html and SCRIPT_ID not in html, name
         for line in re.findall(r"^\s*var \w+ = \".*$", html, flags=re.M):   # a value in a script
             assert re.fullmatch(r'\s*var \w+ = "(?:[^"\\<>&\']|\\.)*";', line), (name, line)
+
+
+@pytest.mark.parametrize("config", ["lab/instructor/jupyter_server_config.d/normlab_formgrader.json",
+                                    "classroom/instructor/jupyter_server_config.json"])
+def test_the_instructors_servers_load_formgrader_only_escaped(config):
+    """`make lab-instructor` and the hub's instructor: nbgrader's own loading of Formgrader is off and
+    normlab_formgrader's is on, so that without the escaping there is no Formgrader at all."""
+    from scripts import lab as lab_script
+
+    root = Path(__file__).resolve().parent.parent
+    extensions = json.loads((root / config).read_text())["ServerApp"]["jpserver_extensions"]
+    assert extensions["nbgrader.server_extensions.formgrader"] is False and extensions["normlab_formgrader"] is True
+    env = lab_script.lab_env({}, instructor=True)
+    assert (Path(env["PYTHONPATH"]) / "normlab_formgrader.py").is_file()

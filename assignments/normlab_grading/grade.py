@@ -18,6 +18,9 @@ For every submission in submitted/<student>/<assignment>/ that is new or changed
 5. the report lists scores, check cells put back, submissions marked for review, and last the submissions
    that failed to grade (exit status 1 if there is one).
 
+A folder submitted/<student>/ whose name breaks the student-id rule (`ids.py`) is refused before anything
+else: it is named in the report, not graded, and the run ends with status 1.
+
 Submissions are graded by N worker processes at once (default: one per core); each worker builds the
 checks' inputs and references once. Unchanged submissions are skipped (their fingerprint, and that of the
 grader, are kept in logs/<assignment>/<student>.json); `--student` regrades the named students, `--all`
@@ -568,7 +571,7 @@ def grade(course: Path, args) -> int:
     wanted = {s for item in args.student for s in item.split(",") if s}
     unknown = sorted(wanted - set(students))
     if unknown:
-        print(f"no submission of {', '.join(unknown)} in {course / 'submitted'}/*/{assignment}")
+        print(f"no submission of {', '.join(printable(u) for u in unknown)} in {course / 'submitted'}/*/{assignment}")
         return 1
 
     state_dir = course / "logs" / assignment
@@ -638,10 +641,7 @@ def grade(course: Path, args) -> int:
         print("nothing to grade: every submission is unchanged since it was last graded (--all to grade again)")
     csv_path = export(course, assignment, states)
     report(course, assignment, students, states, csv_path, state_dir, timings, time.monotonic() - started, jobs,
-           phases)
-    if refused:
-        print(f"\n{len(refused)} submission folder(s) REFUSED for their student id (not graded): "
-              + ", ".join(printable(s) for s in refused))
+           phases, refused)
     return 1 if refused or any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
 
 
@@ -773,7 +773,8 @@ def _feedback_log(chunks, results, state_dir: Path) -> None:
                              f"{result.get('log', '')}\n{result.get('error', '')}")
 
 
-def report(course, assignment, students, states, csv_path, state_dir, timings, elapsed, jobs, phases) -> None:
+def report(course, assignment, students, states, csv_path, state_dir, timings, elapsed, jobs, phases,
+           refused=()) -> None:
     with open(csv_path, newline="") as fh:
         scores = {r["student_id"]: r for r in csv.DictReader(fh) if r["assignment"] == assignment}
     print(f"\n{'student':<24} {'score':>7} {'max':>5}  status")
@@ -805,8 +806,11 @@ def report(course, assignment, students, states, csv_path, state_dir, timings, e
         for student, st in failed.items():
             print(f"  {printable(student)}: {printable(st[len('FAILED: '):])}   "
                   f"log: {printable(state_dir / f'{student}.log')}")
-    else:
-        print("\nevery submission was graded")
+    if refused:
+        print(f"\n{len(refused)} submission folder(s) REFUSED for their student id (not graded): "
+              + ", ".join(printable(s) for s in refused))
+    if not failed:
+        print("\nevery submission with a usable student id was graded" if refused else "\nevery submission was graded")
 
 
 def main(argv: list[str] | None = None) -> int:
