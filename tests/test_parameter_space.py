@@ -94,6 +94,11 @@ def _06(rng):
             "A": vector(rng), "EPS": eps(rng)}
 
 
+def _12(rng):
+    return {"A": vector(rng), "EPS": eps(rng), "STAT_OFFSET": round(rng.uniform(0, 1e4), 1),
+            "CONSTANT": round(rng.uniform(-1000, 1000), 2)}
+
+
 def _07(rng):
     return {"X0": vector(rng), "EPS": eps(rng), "GAIN": round(rng.uniform(0, 2), 3),
             "BIAS": round(rng.uniform(-1, 1), 3), "STEP": rng.choice([1e-5, 1e-4, 1e-3, 1e-2, 1e-1]),
@@ -127,7 +132,7 @@ def _11(rng):
 
 DRAW = {"01_what_you_will_learn": _01, "02_the_problem": _02, "03_mean_and_variance": _03, "04_layer_norm": _04,
         "05_rms_norm": _05, "06_comparing": _06, "07_pre_post_norm": _07, "08_backward": _08,
-        "09_key_takeaways": _09, "11_does_it_train": _11}
+        "09_key_takeaways": _09, "11_does_it_train": _11, "12_norms_in_16_bits": _12}
 
 # The edits the issue reports as crashing, as a learner typed them.
 REPORTED = [
