@@ -75,6 +75,9 @@ def link_targets(site: Path, pages: list[str], base: str) -> dict[str, set[str]]
 # -- printing -----------------------------------------------------------------------------------------
 # Ready to print: MathJax has typeset everything, every lazy figure is loaded and decoded.
 READY = """async () => {
+  // print the checking line too: folded code cells (hide-cell) and "Check the figures" dropdowns open
+  document.querySelectorAll('.tag_hide-cell > details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.admonition.dropdown.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
   if (document.querySelector('script[src*="mathjax/MathJax.js"]')) {
     const t0 = Date.now();
     while (!(window.MathJax && MathJax.isReady && MathJax.Hub) && Date.now() - t0 < 30000)

@@ -1,6 +1,7 @@
-"""Section 23.6, low precision and a norm's statistics: float16 facts by brute force over every bit pattern, the
-format-by-format arithmetic of normlab_core.statistics_precision against numpy's own float16/float32 arithmetic and
-exact rational arithmetic, and the compare_variance explorable's readouts against values recomputed here."""
+"""Norms in 16 bits (going further from 23.6), a norm's statistics in low precision: float16 facts by brute
+force over every bit pattern, the format-by-format arithmetic of normlab_core.statistics_precision against numpy's
+own float16/float32 arithmetic and exact rational arithmetic, and the compare_variance explorable's readouts
+against values recomputed here."""
 
 from __future__ import annotations
 

@@ -82,6 +82,11 @@ def _06(rng):
             "A": vector(rng), "EPS": eps(rng)}
 
 
+def _12(rng):
+    return {"A": vector(rng), "EPS": eps(rng), "STAT_OFFSET": round(rng.uniform(0, 1e4), 1),
+            "CONSTANT": round(rng.uniform(-1000, 1000), 2)}
+
+
 def _07(rng):
     return {"X0": vector(rng), "EPS": eps(rng), "GAIN": round(rng.uniform(0, 2), 3),
             "BIAS": round(rng.uniform(-1, 1), 3), "STEP": rng.choice([1e-5, 1e-4, 1e-3, 1e-2, 1e-1]),
@@ -104,7 +109,7 @@ def _09(rng):
 
 # The notebooks without a declaration in normlab_core/parameters.py draw by hand; the others from their declaration.
 DRAW = {"05_rms_norm": _05, "06_comparing": _06, "07_pre_post_norm": _07, "08_backward": _08, "09_key_takeaways": _09,
-        **{name: decl.draw for name, decl in SECTIONS.items()}}
+        "12_norms_in_16_bits": _12, **{name: decl.draw for name, decl in SECTIONS.items()}}
 
 # The edits the issue reports as crashing, as a learner typed them.
 REPORTED = [

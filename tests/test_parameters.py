@@ -56,12 +56,14 @@ EDITS = {
                      "EPS = 1e-3",
     "05_rms_norm": "A = [10.0, 12.0, 9.0, 11.0, 13.0]\nEPS = 1e-3",
     "06_comparing": "CENTRED = [-3.0, -1.0, 0.0, 1.0, 3.0, 0.0]\nMIXED = [2.0, -2.0, 1.0, 0.5, -1.5, 3.0]\n"
-                    "OFFSET = 4.0\nEPS = 1e-3\nSTAT_OFFSET = 50.0",
+                    "OFFSET = 4.0\nEPS = 1e-3",
     "07_pre_post_norm": "X0 = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]\nEPS = 1e-3\nSTEP = 1e-4\nMAX_DEPTH = 16\n"
                         "GAIN, BIAS = 0.8, 0.2",
     "08_backward": "X = [2.0, -1.0, 0.5, 3.0, 1.5, -2.5]\nDY = [0.3, 0.1, -0.2, 0.05, -0.4, 0.2]\nEPS = 1e-3",
     "09_key_takeaways": "X_STACK = [1.0, -2.0, 0.5, 4.0, 2.0]\nEPS = 1e-3\nSTACK_EPS = 1e-4\nMAX_DEPTH = 48\n"
                         "X_SIX = [3.0, 5.0, 4.0, 8.0]\nDEPTHS = (1, 3, 9)",
+    # the row statistics that 23.6 computed in 16 bits before "Norms in 16 bits" took them over
+    "12_norms_in_16_bits": "A = [10.0, 12.0, 9.0, 11.0, 13.0]\nEPS = 1e-3\nSTAT_OFFSET = 50.0\nCONSTANT = 3.0",
 }
 # A second edit for some notebooks: the values a reader's edits showed the prose once missed (a huge component, a
 # large eps, a longer vector, the stack's own input), with what given sentences must then read (CHECKS).
