@@ -92,7 +92,7 @@ def test_an_untrusted_notebook_runs_nothing_and_the_book_still_works(who):
         if "script-src" not in policy or "'unsafe-inline'" in policy.split("script-src")[1].split(";")[0]:
             problems.append(f"JupyterLab's page sends no policy that forbids inline script: {policy!r}")
         if instructor:
-            graders = header(lab_server.url("formgrader"))
+            graders = header(lab_server.url("formgrader/manage_assignments"))
             if "default-src 'self'" not in graders or graders == policy:
                 problems.append(f"Formgrader's pages send {graders!r}, not their own policy")
         browser = launch(pw, chromium_or_skip())

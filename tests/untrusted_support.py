@@ -89,16 +89,13 @@ def notebook(base: str) -> str:
 
 
 # Waits until the notebook's last Markdown cell is rendered; then every iframe of the notebook has been created.
-JS_RENDERED = """(marker) => {
-  const w = window.jupyterapp.shell.currentWidget;
-  const shown = '.jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst';
-  return !!w && !!w.node && Array.from(w.node.querySelectorAll(shown)).some(e => e.textContent.includes(marker));
-}"""
+JS_RENDERED = """(marker) => Array.from(document.querySelectorAll(
+  '.jp-Notebook .jp-MarkdownCell .jp-RenderedMarkdown, .jp-Notebook .jp-MarkdownCell .myst'))
+  .some(e => e.textContent.includes(marker))"""
 
 # Clicks every javascript: link of the notebook (a reader would); returns how many there were.
 JS_CLICK_LINKS = """() => {
-  const w = window.jupyterapp.shell.currentWidget;
-  const links = Array.from(w.node.querySelectorAll('a[href]'))
+  const links = Array.from(document.querySelectorAll('.jp-Notebook a[href]'))
     .filter(a => /^\\s*javascript:/i.test(a.getAttribute('href')));
   for (const a of links) a.click();
   return links.length;
