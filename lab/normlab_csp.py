@@ -7,12 +7,13 @@ puts the target it is given into an <iframe src> as it is. A `javascript:` targe
 origin and with the user's session; a `data:` target loads a page of its own (notes/jupyterlab-myst-untrusted-
 iframe.md). A notebook a classmate shares, or a submission an instructor opens, is enough.
 
-The policy (LAB_POLICY) allows scripts only from the server's own files, and an inline script only when its
+The policy (lab_policy()) allows scripts only from the server's own files, and an inline script only when its
 SHA-256 is that of a static inline script of the pages JupyterLab, Notebook 7 and jupyter_server serve (the few
 lines that take the token out of the address bar), computed here from their templates when the server starts. So
 no `javascript:` address, event handler attribute or injected <script> runs, whatever renders it; and frames come
-only from this server. Formgrader's own pages (instructors only) keep FORMGRADER_POLICY, which must allow inline
-scripts: its templates carry them with values filled in.
+only from this server or from blob: URLs, which only a script already running can make. Formgrader's own pages
+(instructors only) keep FORMGRADER_POLICY, which must allow inline scripts: its templates carry them with values
+filled in.
 """
 
 from __future__ import annotations
@@ -90,7 +91,10 @@ def policy(script_sources: list[str]) -> str:
         "connect-src 'self'",                     # the server's API and kernel websockets only
         "media-src 'self' data: blob:",
         "worker-src 'self' blob:",
-        "frame-src 'self'",                       # no data:, blob: or other hosts in a frame
+        # Frames: this server's pages, and blob: for JupyterLab's HTML viewer (an HTML file, a feedback page),
+        # which shows the file from a blob: URL that only a script of the page can make. No data: frames (a
+        # notebook's Markdown can name one), no other hosts. A blob: or srcdoc frame keeps this policy.
+        "frame-src 'self' blob:",
         "object-src 'none'",
         "base-uri 'self'",
         "form-action 'self'",

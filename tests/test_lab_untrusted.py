@@ -12,6 +12,7 @@ lab/instructor), one private server each, in Debian's chromium:
 * 23.1 shows the values of its `{eval}` expressions as stored in the notebook, and after Run All its live
   explorable shows a frame (an anywidget module imported from a blob: URL, a blob: image), with no console error,
   page error or refused resource;
+* JupyterLab's HTML viewer still shows an HTML file (a frame from a blob: URL);
 * every page of JupyterLab sends the policy; Formgrader's pages (instructors) send their own.
 
 The hub's servers get the same check in tests/test_classroom.py. Marker `lab` (`make test-lab`); skips without
@@ -44,6 +45,12 @@ from scripts import lab as lab_script
 pytestmark = pytest.mark.lab
 
 BOOK = "01_what_you_will_learn.ipynb"
+VIEWER = "viewer.html"
+
+JS_OPEN_HTML = """async (path) => {
+  const w = await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'HTML Viewer'});
+  await w.context.ready;
+}"""
 
 # The text of the rendered Markdown cells of the current notebook.
 JS_MARKDOWN_TEXT = """() => Array.from(window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-MarkdownCell'))
@@ -76,6 +83,7 @@ def server(instructor: bool) -> LabServer:
     env = {k: v for k, v in lab.env.items() if k != "JUPYTER_CONFIG_PATH"}
     lab.env = lab_script.lab_env(env, instructor)
     (lab.root / NAME).write_text(notebook(lab.base), encoding="utf-8")
+    (lab.root / VIEWER).write_text("<!doctype html><title>A page</title><h4>Shown</h4>", encoding="utf-8")
     return lab
 
 
@@ -115,6 +123,14 @@ def test_an_untrusted_notebook_runs_nothing_and_the_book_still_works(who):
         print(f"{who}: frames {frames}, {clicked} javascript: links clicked, {len(traces.refused)} refusals")
         lab.close_notebook()
         lab.problems.clear()
+
+        # JupyterLab's HTML viewer (how a learner reads a feedback page) shows a file from a blob: URL in a frame.
+        lab.page.evaluate(JS_OPEN_HTML, VIEWER)
+        try:
+            lab.page.frame_locator(".jp-HTMLViewer iframe").first.locator("h4", has_text="Shown").wait_for(
+                timeout=30000)
+        except PlaywrightTimeout:
+            problems.append(f"JupyterLab's HTML viewer does not show {VIEWER}")
 
         lab.open(BOOK)
         values = [v for _, v in expressions(BOOK)]
