@@ -88,7 +88,9 @@ def policy(script_sources: list[str]) -> str:
         "style-src 'self' 'unsafe-inline'",       # JupyterLab and its widgets set styles inline
         "img-src 'self' data: blob:",             # figures are data: PNGs; live frames are blob: URLs
         "font-src 'self' data:",
-        "connect-src 'self'",                     # the server's API and kernel websockets only
+        # The server's API and kernel websockets; blob: lets a page read back data it already holds (the
+        # JupyterLab tests read a live frame's PNG bytes this way).
+        "connect-src 'self' blob:",
         "media-src 'self' data: blob:",
         "worker-src 'self' blob:",
         # Frames: this server's pages, and blob: for JupyterLab's HTML viewer (an HTML file, a feedback page),
