@@ -9,6 +9,8 @@
   through the configuration folder lab/learner, which JUPYTER_CONFIG_PATH puts ahead of the
   installed configuration. So is jupyterlab-myst's renderer of Markdown *files* (its notebook cells
   stay MyST): JupyterLab's own Markdown preview scrolls to a link's #entry, the MyST one does not.
+  Its pages send a Content-Security-Policy that runs no script a notebook's Markdown carries
+  (lab/normlab_csp.py; the instructors' and the classroom's servers send it too).
 * Instructors (`python scripts/lab.py --instructor`): JupyterLab with nbgrader's tools as installed,
   started in the course folder assignments/ (where nbgrader_config.py is, so that the Formgrader finds
   the course; book/instructors.md describes it), with the configuration folder lab/instructor first on

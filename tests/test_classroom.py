@@ -39,6 +39,7 @@ import nbformat
 import pytest
 from browser_support import SCREENSHOTS, chromium_or_skip, launch
 from grading_support import WRONG, mx, require_sandbox, solutions
+from untrusted_support import JS_CLICK_LINKS, JS_RENDERED, MARKER, NAME, Traces, notebook, ran
 
 from scripts import classroom as hub
 from scripts.browser import confine
@@ -193,6 +194,28 @@ def formgrader_row(person: Person):
     return row
 
 
+def untrusted_runs_nothing(person: Person) -> list[str]:
+    """Puts untrusted_support's notebook into `person`'s home, opens it in their JupyterLab (a page of its own),
+    clicks its javascript: links; what ran (untrusted_support.ran), and what is wrong with the page's policy. The
+    hub's servers send lab/normlab_csp.py's policy (classroom/student, lab/instructor)."""
+    saved = person.api("PUT", f"api/contents/{NAME}", {"type": "notebook", "format": "json",
+                                                        "content": json.loads(notebook(person.base))})
+    assert saved["status"] in (200, 201), saved
+    traces = Traces(person.context)
+    page = person.context.new_page()
+    confine(page, (person.room.url,), person.problems)
+    response = page.goto(person.base + f"lab/tree/{NAME}")
+    policy = response.headers.get("content-security-policy", "")
+    found = [] if "script-src" in policy and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0] \
+        else [f"JupyterLab's page sends no policy that forbids inline script: {policy!r}"]
+    page.wait_for_function(JS_RENDERED, arg=MARKER, timeout=WAIT)
+    page.evaluate(JS_CLICK_LINKS)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=WAIT)   # kernel up
+    found += ran(page, traces)
+    page.close()
+    return found
+
+
 def as_student_can(room, who: str, code: str) -> subprocess.CompletedProcess:
     return room.as_user(who, [str(room.bin / "python"), "-c", code], timeout=60)
 
@@ -235,6 +258,10 @@ def _walk(room, steps, answers, sync_playwright):
                     people[name].wait_for_lab()
                 teacher = people[room.instructor]
                 assert "Formgrader" in teacher.nbgrader_menu(), "the instructor's JupyterLab has no Formgrader"
+
+            for name in [room.instructor, room.students[0]]:
+                with steps(f"{name}: a notebook someone else wrote runs nothing in JupyterLab"):
+                    assert untrusted_runs_nothing(people[name]) == [], f"script ran in {name}'s JupyterLab"
 
             with steps("instructor: release chapter23 from the formgrader"):
                 row = formgrader_row(teacher)

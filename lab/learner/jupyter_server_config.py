@@ -6,7 +6,13 @@
 # TCP_NODELAY the server holds each small write until the browser acknowledges the previous one, and browsers
 # delay their acknowledgements, so every round trip picked up tens of milliseconds here (tornado's
 # WebSocketHandler.set_nodelay documents the effect). The messages themselves are unchanged.
+import os
+import sys
+
 from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # lab/, for normlab_csp
+import normlab_csp  # noqa: E402
 
 
 class NoDelayKernelConnection(ZMQChannelsWebsocketConnection):
@@ -19,6 +25,10 @@ class NoDelayKernelConnection(ZMQChannelsWebsocketConnection):
 
 c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
 c.ServerApp.kernel_websocket_connection_class = NoDelayKernelConnection
+
+# A Content-Security-Policy on every page: no script that a notebook's Markdown or outputs put into the page runs,
+# and frames come only from this server (lab/normlab_csp.py says why, and what each part allows).
+normlab_csp.configure(c)
 
 # Kernels whose notebook was closed keep running in JupyterLab (closing a tab does not shut its kernel down), and a
 # tour of the book left a dozen of them holding memory. A kernel with no browser connected that has been idle for
