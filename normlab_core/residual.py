@@ -229,3 +229,30 @@ def random_linear_curves(width: int, max_depth: int, stacks: int, *, norm: str =
             h, dh = stack_norm_jvp(h + w @ h, dh + w @ dh, eps, norm)
             out[k, d] = np.sqrt(np.sum(dh * dh))
     return out
+
+
+def identity_path_curves(width: int, max_depth: int, stacks: int, *, norm: str = "layer_norm", eps: float = 1e-6,
+                         seed: int = 0) -> tuple:
+    """The stacks of random_linear_curves (same seeds, same draws), split by route: per depth, the exact
+    sensitivity (as there), the part that took the identity path in every layer (the norms' Jacobians alone,
+    no W), and the product of ||h|| / ||h + W h|| over the layers; each float64 of shape (stacks, max_depth)."""
+    check_positive_int(width, "width")
+    check_positive_int(max_depth, "max_depth")
+    check_positive_int(stacks, "stacks")
+    norms.get(norm, per_token=True)
+    eps = check_eps(eps)
+    full, path, ratio = (np.empty((stacks, max_depth)) for _ in range(3))
+    for k in range(stacks):
+        rng = np.random.default_rng([seed, k])
+        h = rng.standard_normal(width)
+        dh = np.zeros(width)
+        dh[0] = 1.0
+        di, shrink = dh.copy(), 1.0
+        for d in range(max_depth):
+            w = rng.standard_normal((width, width)) / np.sqrt(width)
+            v = h + w @ h
+            shrink *= np.linalg.norm(h) / np.linalg.norm(v)
+            _, di = stack_norm_jvp(v, di, eps, norm)       # the identity route: through the norm only
+            h, dh = stack_norm_jvp(v, dh + w @ dh, eps, norm)
+            full[k, d], path[k, d], ratio[k, d] = np.linalg.norm(dh), np.linalg.norm(di), shrink
+    return full, path, ratio

@@ -626,6 +626,46 @@ def test_random_linear_stack_does_not_fade_like_the_biased_toy():
         random_linear_curves(4, 3, 0)
 
 
+def test_identity_route_is_the_product_of_the_norms_jacobians_alone():
+    """identity_path_curves splits random_linear_curves' stacks by route: the whole sensitivity is theirs, the
+    identity route is e0 carried through each layer's LayerNorm Jacobian alone (central differences of LN at the
+    layer's input, W skipped), and the ratio is the running product of ||h|| / ||h + W h||.
+    Fix: normlab_core/residual.py, identity_path_curves."""
+    from normlab_core.residual import identity_path_curves, random_linear_curves
+
+    width, depth = 8, 10
+    full, path, shrink = identity_path_curves(width, depth, 2, seed=5)
+    np.testing.assert_allclose(full, random_linear_curves(width, depth, 2, seed=5), rtol=1e-12)
+    for k in range(2):
+        rng = np.random.default_rng([5, k])
+        h = rng.standard_normal(width)
+        route, prod = np.eye(width)[0], 1.0
+        for d in range(depth):
+            v = h + (rng.standard_normal((width, width)) / np.sqrt(width)) @ h
+            step = 1e-6 * route / np.linalg.norm(route)
+            route = np.linalg.norm(route) * (nl.layer_norm(v + step, eps=1e-6)
+                                             - nl.layer_norm(v - step, eps=1e-6)) / 2e-6
+            prod *= np.linalg.norm(h) / np.linalg.norm(v)
+            h = nl.layer_norm(v, eps=1e-6)
+            assert np.linalg.norm(route) == pytest.approx(path[k, d], rel=1e-6)
+            assert shrink[k, d] == pytest.approx(prod, rel=1e-12)
+    assert path[:, -1].max() < 0.2 * full[:, -1].min()     # the straight route fades, the whole far less
+
+
+def test_the_toy_stack_with_layernorm_hands_on_its_first_output():
+    """With F(v) = a v + b and LayerNorm, LN(h + F(h)) = LN((1 + a) h) = LN(h) up to eps: the post-norm toy stack's
+    output is LN(x0) at every depth, and its sensitivity is flat."""
+    from normlab_core.residual import Affine, run_stack, stack_curves
+
+    x0 = np.array([1.0, 2.0, 3.0, 4.0])
+    sub = Affine(0.5, 0.1)
+    first = run_stack(x0, 1, "post", sublayer=sub, norm="layer_norm")
+    np.testing.assert_allclose(first, nl.layer_norm(x0, eps=1e-6), atol=1e-6)
+    np.testing.assert_allclose(run_stack(x0, 64, "post", sublayer=sub, norm="layer_norm"), first, atol=1e-6)
+    _, sens = stack_curves(x0, 64, "post", sublayer=sub, norm="layer_norm")
+    np.testing.assert_allclose(sens, sens[0], rtol=1e-6)
+
+
 def test_finite_difference_method_close_to_exact_in_float64():
     x0 = np.array([1.0, 2.0, 3.0, 4.0])
     for placement in ("pre", "post", "none"):

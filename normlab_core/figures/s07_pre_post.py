@@ -12,13 +12,16 @@ from ..formatting import number
 from ..interactive import Choice, Explorable, Input, Preset, Slider, scalar, vector
 from ..residual import Affine, fd_curves, run_stack, sensitivity, stack_curves
 from ..stats import length
+from .s11_does_it_train import SOLVED_COLOURS
 from .style import COLORS, NARROW_IN, PLACEMENT_NAMES, label, panels, vector_label
+from .training_runs import stored, study_axes, warmup_label
 
 MAX_DEPTH = 256
 SENS_LIM = (1e-12, 1e3)
 REFERENCE = Affine(0.5, 0.1)          # the reference program's sublayer
 REFERENCE_DEPTHS = (1, 2, 4, 8, 16, 32)
 PLACEMENTS = ("post", "pre")   # drawn in this order
+GRID_DEPTHS, GRID_LRS, GRID_WARMUPS = (list(v) for v in study_axes("grid", "depth", "lr", "warmup"))
 SENS = r"$\|\partial\,\mathrm{out} / \partial x_0[0]\|$"
 
 
@@ -269,6 +272,78 @@ FD_PRESETS = {
 }
 
 
+# -- what training does: the lab's grid, compact (stored runs of `make experiments`, never trained here) -------
+def _grid_cells(warmup) -> dict:
+    """(placement, depth, lr) -> the stored runs of that cell of the lab's grid, at this warm-up."""
+    exp = stored()
+    return {(p, d, r): exp.select(placement=p, depth=d, lr=r, warmup=warmup)
+            for p in PLACEMENTS for d in GRID_DEPTHS for r in GRID_LRS}
+
+
+def _loss_range(runs) -> str:
+    """The seeds' final losses as 'lo-hi' (two decimals; '<0.01' for a solved cell)."""
+    lo, hi = (f"{v:.2f}" if v >= 0.01 else "<0.01" for v in
+              (min(r["final_loss"] for r in runs), max(r["final_loss"] for r in runs)))
+    return lo if lo == hi else f"{lo}\u2013{hi}"
+
+
+def grid_words(warmup, placement) -> str:
+    """'all seeds solved 6 of 12 cells; stuck: depth 6 at lr 0.01, ...' for one placement at this warm-up."""
+    cells = _grid_cells(warmup)
+    full = [k for k in cells if k[0] == placement and all(r["outcome"] == "solved" for r in cells[k])]
+    stuck = [f"depth {d} at lr {number(r)}" for (p, d, r), runs in cells.items()
+             if p == placement and any(x["outcome"] == "stuck" for x in runs)]
+    return (f"every seed solved in {len(full)} of {len(GRID_DEPTHS) * len(GRID_LRS)} cells; a seed stuck at "
+            f"chance in: {', '.join(stuck) or 'none'}")
+
+
+def trains_setup(fig, *, narrow):
+    axes = panels(fig, narrow)
+    art = {"axes": dict(zip(PLACEMENTS, axes, strict=True))}
+    for p, ax in art["axes"].items():
+        art[f"img_{p}"] = ax.imshow(np.zeros((len(GRID_DEPTHS), len(GRID_LRS))), cmap=SOLVED_COLOURS,
+                                    vmin=-0.5, vmax=len(SOLVED_COLOURS.colors) - 0.5, origin="lower", aspect="auto")
+        for i in range(len(GRID_DEPTHS)):
+            for j in range(len(GRID_LRS)):
+                art[f"t_{p}{i}{j}"] = ax.text(j, i, "", ha="center", va="center", linespacing=1.15)
+        ax.set_xticks(range(len(GRID_LRS)), [number(v) for v in GRID_LRS])
+        ax.set_yticks(range(len(GRID_DEPTHS)), [str(d) for d in GRID_DEPTHS])
+        ax.grid(False)
+        label(ax, "peak learning rate", "depth (layers)", PLACEMENT_NAMES[p])
+    return art
+
+
+def trains_update(art, *, warmup):
+    cells = _grid_cells(warmup)
+    top = len(SOLVED_COLOURS.colors) - 1
+    for (p, d, r), runs in cells.items():
+        i, j = GRID_DEPTHS.index(d), GRID_LRS.index(r)
+        solved = sum(x["outcome"] == "solved" for x in runs)
+        shade = round(top * solved / len(runs))
+        art[f"img_{p}"].get_array()[i, j] = shade
+        art[f"t_{p}{i}{j}"].set_text(f"{solved}/{len(runs)}\n{_loss_range(runs)}")
+        art[f"t_{p}{i}{j}"].set_color("white" if shade == top else "black")
+    for p in PLACEMENTS:
+        art[f"img_{p}"].changed()
+        art["axes"][p].set_title(f"{PLACEMENT_NAMES[p]}, warm-up {warmup_label(warmup, short=True)}", loc="left")
+    readouts = {PLACEMENT_NAMES[p]: grid_words(warmup, p) for p in ("post", "pre")}
+    alt = (f"Two grids of depth ({GRID_DEPTHS[0]} to {GRID_DEPTHS[-1]} layers) against peak learning rate "
+           f"({number(GRID_LRS[0])} to {number(GRID_LRS[-1])}), warm-up {warmup_label(warmup)}: in each cell the "
+           f"seeds that solved the task and the range of their final losses. Post-norm: "
+           f"{readouts['post-norm']}. Pre-norm: {readouts['pre-norm']}.")
+    return readouts, alt
+
+
+def _trains_presets() -> dict:
+    return {
+        "no warm-up": Preset({}, (
+            "post-norm: " + grid_words(0.0, "post") + "; pre-norm: " + grid_words(0.0, "pre"))),
+        "with warm-up": Preset({"warmup": GRID_WARMUPS[-1]}, (
+            f"the learning rate ramped up over the first {warmup_label(GRID_WARMUPS[-1])}; post-norm: "
+            + grid_words(GRID_WARMUPS[-1], "post"))),
+    }
+
+
 def entries() -> list:
     """The explorables of section 23.7."""
     depth = Slider([1, 2, 4, 8, 16, 32, 64, 128, 256], 32, label="depth (layers)", free=(1, MAX_DEPTH))
@@ -292,4 +367,9 @@ def entries() -> list:
                                          label="forward-difference step h", free=(1e-12, 1.0)),
                              "dtype": Choice(["float32", "float64"], "float32", label="arithmetic")},
                    inputs={"x0": x0, "eps": eps, "sublayer": SUBLAYER}),
+        Explorable("pre_post_trains", title="What training does: the seeds that solved the task in each cell "
+                   "of the lab's grid", setup=trains_setup, update=trains_update, presets=_trains_presets(),
+                   narrow=(NARROW_IN, 6.4),
+                   controls={"warmup": Choice(GRID_WARMUPS, 0.0, label="warm-up",
+                                              labels=[warmup_label(w, short=True) for w in GRID_WARMUPS])}),
     ]
