@@ -130,7 +130,7 @@ PRESETS = {
 def jacobian_figure(jacobians: dict, narrow: bool = False):
     """Heat maps of LayerNorm's Jacobian, row j = d x_hat_j / dx; jacobians maps a panel title to a (D, D) array."""
     n = len(jacobians)
-    fig = blank_figure(NARROW_IN, 0.3 + 3.4 * n) if narrow else blank_figure(height=3.3)
+    fig = blank_figure(NARROW_IN, 0.3 + 3.4 * n) if narrow else blank_figure(height=3.1)
     with house_style():
         for ax, (title, jac) in zip(panels(fig, narrow, n), jacobians.items(), strict=True):
             jac = np.asarray(jac, dtype=float)
