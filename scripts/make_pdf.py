@@ -74,6 +74,7 @@ def link_targets(site: Path, pages: list[str], base: str) -> dict[str, set[str]]
 # -- printing -----------------------------------------------------------------------------------------
 # Ready to print: MathJax has typeset everything, every lazy figure is loaded and decoded.
 READY = """async () => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });   // folded cells print open
   if (document.querySelector('script[src*="mathjax/MathJax.js"]')) {
     const t0 = Date.now();
     while (!(window.MathJax && MathJax.isReady && MathJax.Hub) && Date.now() - t0 < 30000)
