@@ -18,6 +18,7 @@ from PIL import Image
 
 from normlab_core import display
 from normlab_core.figures.diagrams import pre_post_wiring
+from normlab_core.figures.s08_backward import jacobian_figure
 from normlab_core.figures.style import (
     DPI,
     FIGURE_SHARPNESS,
@@ -115,7 +116,8 @@ def test_each_static_figure_stacks_its_panels_in_the_narrow_layout():
     per_layer = {(p, d): np.linspace(1, 2, d) for p in ("post", "pre") for d in (6, 12, 24)}
     change = {v: np.ones((3, 4)) * k for k, v in enumerate(("post", "pre", "peri", "deepnorm"), 1)}
     for draw, args in ((grad_norm_figure, (per_layer, [6, 12, 24], "mlp.w2")), (pre_post_wiring, (2,)),
-                       (update_size_figure, ([1, 2, 4, 8], change))):
+                       (update_size_figure, ([1, 2, 4, 8], change)),
+                       (jacobian_figure, ({"one": np.eye(3), "two": -np.eye(3)},))):
         wide, narrow = draw(*args), draw(*args, narrow=True)
         assert narrow.get_figwidth() == NARROW_IN and wide.get_figwidth() == WIDTH_IN > 1.5 * NARROW_IN, draw.__name__
         boxes = panel_boxes(narrow)

@@ -12,7 +12,7 @@ from ..formatting import number
 from ..gradcheck import numerical_gradient
 from ..interactive import Choice, Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm
-from .style import COLORS, NARROW_IN, index_ticks, label, panels, vector_label
+from .style import COLORS, NARROW_IN, blank_figure, house_style, index_ticks, label, panels, vector_label
 
 H_LO, H_HI = 1e-10, 1e-1
 REFERENCE_H = 1e-4
@@ -125,6 +125,26 @@ PRESETS = {
         "5.01e-12; the dotted lines are the slopes h² and u/h, with u the unit round-off of each dtype"),
         about_default=True),
 }
+
+
+def jacobian_figure(jacobians: dict, narrow: bool = False):
+    """Heat maps of LayerNorm's Jacobian, row j = d x_hat_j / dx; jacobians maps a panel title to a (D, D) array."""
+    n = len(jacobians)
+    fig = blank_figure(NARROW_IN, 0.3 + 3.4 * n) if narrow else blank_figure(height=3.1)
+    with house_style():
+        for ax, (title, jac) in zip(panels(fig, narrow, n), jacobians.items(), strict=True):
+            jac = np.asarray(jac, dtype=float)
+            lim = 1.3 * float(np.max(np.abs(jac))) or 1.0       # a lighter scale, so the values stay legible
+            ax.imshow(jac, cmap="RdBu_r", vmin=-lim, vmax=lim)
+            ax.grid(False)
+            d = jac.shape[0]
+            if d <= 8:
+                for (j, i), v in np.ndenumerate(jac):
+                    ax.text(i, j, f"{round(float(v), 2) + 0.0:+.2f}", ha="center", va="center", fontsize=8)
+            index_ticks(ax, d)
+            ax.set_yticks(range(d))
+            label(ax, "input i", "output j", title)
+    return fig
 
 
 def entries() -> list:

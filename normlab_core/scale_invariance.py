@@ -1,0 +1,65 @@
+"""Scale invariance: a LayerNorm after a linear layer W makes the loss blind to the size of W.
+
+The toy model is h = X @ W.T (N rows of D_in -> D_out features), y = layer_norm(h) with no gamma or beta, and the loss
+L(W) = sum((y - T)**2) / (2 N) against targets T. Multiplying W by c > 0 multiplies h by c, which the norm divides
+away (exactly when eps = 0). So L(c W) = L(W), the gradient is orthogonal to W, it shrinks like 1/c, and a plain
+gradient step turns W by an angle that shrinks like 1/c**2: the effective learning rate is lr / |W|**2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_float_array, check_eps, check_positive_int
+from .backward import layer_norm_backward
+from .norms import layer_norm
+
+
+def loss(w, x, t, eps: float = 0.0) -> float:
+    """L(W) = sum((layer_norm(x @ w.T) - t)**2) / (2 N); w (D_out, D_in), x (N, D_in), t (N, D_out)."""
+    w, x, t = _checked(w, x, t)
+    y = layer_norm(x @ w.T, eps=check_eps(eps))
+    return float(np.sum((y - t) ** 2) / (2 * x.shape[0]))
+
+
+def loss_grad(w, x, t, eps: float = 0.0) -> np.ndarray:
+    """dL/dW (D_out, D_in) of `loss`, through LayerNorm's backward pass."""
+    w, x, t = _checked(w, x, t)
+    eps = check_eps(eps)
+    h = x @ w.T
+    dy = (layer_norm(h, eps=eps) - t) / x.shape[0]
+    return layer_norm_backward(dy, h, eps=eps).T @ x
+
+
+def angle(a, b) -> float:
+    """The angle in radians between two arrays of one shape, read as vectors."""
+    a, b = np.ravel(a) / np.linalg.norm(a), np.ravel(b) / np.linalg.norm(b)
+    # 2 atan(|a - b| / |a + b|) of the unit vectors: accurate for small angles too, where arccos is not
+    return float(2 * np.arctan2(np.linalg.norm(a - b), np.linalg.norm(a + b)))
+
+
+def sgd(w, x, t, lr: float, steps: int, weight_decay: float = 0.0, eps: float = 0.0) -> dict:
+    """Plain gradient descent W <- W - lr (dL/dW + weight_decay W): per step, |W| and the angle W turned by."""
+    w = as_float_array(w, "w")
+    steps = check_positive_int(steps, "steps")
+    for name, v in (("lr", lr), ("weight_decay", weight_decay)):
+        if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
+            raise ValueError(f"sgd: {name} must be a finite number >= 0, got {v!r}")
+    norms, turns = [float(np.linalg.norm(w))], []
+    for _ in range(steps):
+        new = w - lr * (loss_grad(w, x, t, eps) + weight_decay * w)
+        turns.append(angle(w, new))
+        norms.append(float(np.linalg.norm(new)))
+        w = new
+    return {"norm": np.array(norms), "turn": np.array(turns), "w": w}
+
+
+def _checked(w, x, t):
+    """w (D_out, D_in), x (N, D_in), t (N, D_out) as float arrays, or a ValueError naming the shapes."""
+    w, x, t = as_float_array(w, "w"), as_float_array(x, "x"), as_float_array(t, "t")
+    if w.ndim != 2 or x.ndim != 2 or t.ndim != 2:
+        raise ValueError(f"w, x and t must be 2-D, got shapes {w.shape}, {x.shape} and {t.shape}")
+    if x.shape[1] != w.shape[1] or t.shape != (x.shape[0], w.shape[0]):
+        raise ValueError(f"shapes do not fit: w {w.shape} needs x (N, {w.shape[1]}) and t (N, {w.shape[0]}), "
+                         f"got x {x.shape} and t {t.shape}")
+    return w, x, t
