@@ -42,7 +42,7 @@ def stack_norm(h: np.ndarray, eps: float, norm: str = "rms_norm") -> np.ndarray:
     """The stack's norm (a name of normlab_core.norms) of h (..., D) over the last axis, at its starting parameters
     (gamma 1, no learned shift), in h's dtype; its sums run in h's dtype, as the residual-stack reference program's."""
     module = norms.get(norm)
-    params = [np.asarray(v, h.dtype) for v in norms.start(module, h.shape[-1])]
+    params = norms.start(module, h.shape[-1], h.dtype)
     return module.forward(h, *params, **norms.settings(module, eps=eps, sum_dtype=h.dtype))[0]
 
 

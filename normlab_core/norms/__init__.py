@@ -57,11 +57,12 @@ def settings(module, **values) -> dict:
     return {key: values[key] for key in module.SETTINGS if key in values}
 
 
-def start(module, dim: int) -> tuple:
+def start(module, dim: int, dtype=np.float64) -> tuple:
     """module's learned parameters for `dim` features at their starting values (module.init(dim): gamma ones, beta
-    zeros, DyT's alpha 0.5), in PARAMS order: the norm of a model that learns nothing, such as the residual stacks."""
+    zeros, DyT's alpha 0.5) in `dtype`, in PARAMS order: the norm of a model that learns nothing, such as the
+    residual stacks."""
     values = module.init(dim)
-    return tuple(values[name] for name in module.PARAMS)
+    return tuple(np.asarray(values[name], dtype) for name in module.PARAMS)
 
 
 # Settings a norm may take by name (its forward's keywords): what the callers above pass.
