@@ -287,9 +287,9 @@
     });
     document.querySelectorAll("article pre").forEach(function (pre) {
       if (pre.textContent.split("\n").length <= LONG_LINES) return;
-      for (var el = pre; el && el.tagName !== "ARTICLE"; el = el.parentElement) {
-        el.classList.add("nl-long");
-        if (el.classList.contains("cell_input") || el.classList.contains("cell_output")) break;
+      for (var el = pre; el && el.tagName !== "ARTICLE"; el = el.parentElement) {   // up to its cell, through a
+        el.classList.add("nl-long");   // folded cell's <details> (printed open; the theme keeps admonitions whole)
+        if (el.classList.contains("cell")) break;
       }
     });
   }
