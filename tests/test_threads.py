@@ -74,6 +74,14 @@ def test_the_live_trainer_draws_and_trains_on_one_blas_thread(two_threads, monke
     from normlab_core import training_live as live
 
     monkeypatch.delenv("NORMLAB_STATIC", raising=False)
+    monkeypatch.setattr(live, "in_kernel", lambda: True)     # the live figure is drawn in a kernel (else a text line)
+
+    class Handle:                                             # a kernel's display handle: each update replaces it
+        def update(self, obj, **kwargs):
+            pass
+
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display", lambda *a, display_id=None, **k: Handle() if display_id else None)
     seen = []
     real = live.LiveLoss.draw
     monkeypatch.setattr(live.LiveLoss, "draw", lambda *a: seen.append(blas_threads()) or real(*a))
