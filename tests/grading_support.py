@@ -825,3 +825,19 @@ def cell_scores(course: Path, student: str) -> dict[str, tuple[float, float]]:
 
 
 __all__ = ["sandbox", "structure"]
+
+
+def platform_archive(course, tmp_path, names: list[str]):
+    """A copy of the course whose downloaded/ holds one zip of the released notebook under each of `names` (as an
+    LMS hands them out); returns (course copy, archive folder, the released notebook's bytes)."""
+    import zipfile
+
+    root = tmp_path / "zc"
+    shutil.copytree(course[0], root)
+    archive = root / "downloaded" / mx.ASSIGNMENT / "archive"
+    archive.mkdir(parents=True)
+    released = (root / "release" / mx.ASSIGNMENT / mx.NOTEBOOK).read_bytes()
+    with zipfile.ZipFile(archive / "from_the_platform.zip", "w") as zf:
+        for name in names:
+            zf.writestr(name, released)
+    return root, archive, released

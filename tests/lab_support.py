@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from browser_support import launch  # noqa: F401,I001  (the tests' one launcher)
 
+from scripts import lab as lab_script
 from scripts.lab_session import (  # noqa: F401
     JS_KERNEL_EXEC,
     NOTEBOOKS,
@@ -16,6 +18,19 @@ from scripts.lab_session import (  # noqa: F401
     LabServer,
     server_tracebacks,
 )
+
+
+class CourseLab(LabServer):
+    """The instructors' JupyterLab (scripts/lab.py --instructor) with the course copy as its root."""
+
+    def __init__(self, course: Path):
+        super().__init__(notebooks=[])
+        self.root = course
+        self.cmd = [a for a in self.cmd if not a.startswith("--ServerApp.root_dir=")] + lab_script.lab_args(
+            course, instructor=True)
+        self.env.pop("JUPYTER_CONFIG_PATH", None)
+        self.env = lab_script.lab_env(self.env, instructor=True)
+
 
 # -- what every step of the test should show, computed without the browser ------------------------------
 

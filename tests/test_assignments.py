@@ -26,6 +26,7 @@ from grading_support import (
     mx,
     namespace,
     nbgrader_here,
+    platform_archive,
     released_course,
     shared_tmp,
 )
@@ -155,23 +156,6 @@ def zip_collect(root, *args):
         return 0, nbgrader_here(root, "zip_collect", mx.ASSIGNMENT, *args)
     except NbgraderFailed as exc:
         return exc.code, exc.log
-
-
-def platform_archive(course, tmp_path, names: list[str]):
-    """A copy of the course whose downloaded/ holds one zip of the released notebook under each of `names` (as an
-    LMS hands them out); returns (course copy, archive folder, the released notebook's bytes)."""
-    import shutil
-    import zipfile
-
-    root = tmp_path / "zc"
-    shutil.copytree(course[0], root)
-    archive = root / "downloaded" / mx.ASSIGNMENT / "archive"
-    archive.mkdir(parents=True)
-    released = (root / "release" / mx.ASSIGNMENT / mx.NOTEBOOK).read_bytes()
-    with zipfile.ZipFile(archive / "from_the_platform.zip", "w") as zf:
-        for name in names:
-            zf.writestr(name, released)
-    return root, archive, released
 
 
 def test_zip_collect_files_submissions_by_student_and_stops_at_a_nameless_file(course, tmp_path):

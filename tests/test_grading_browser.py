@@ -22,9 +22,7 @@ import pytest
 from browser_support import SCREENSHOTS, chromium_or_skip, confine
 from grading_support import mx, released_course, require_sandbox, shared_tmp, solutions, structure
 from hostile_markup import ANSWER_WORDS, SHOWN, hostile
-from lab_support import LabPage, LabServer, launch
-
-from scripts import lab as lab_script
+from lab_support import CourseLab, LabPage, launch
 
 SHOTS = SCREENSHOTS / "grading"
 
@@ -57,18 +55,6 @@ def course(tmp_path_factory):
     finally:
         os.chdir(before)
     return course
-
-
-class CourseLab(LabServer):
-    """The instructors' JupyterLab (scripts/lab.py --instructor) with the course copy as its root."""
-
-    def __init__(self, course: Path):
-        super().__init__(notebooks=[])
-        self.root = course
-        self.cmd = [a for a in self.cmd if not a.startswith("--ServerApp.root_dir=")] + lab_script.lab_args(
-            course, instructor=True)
-        self.env.pop("JUPYTER_CONFIG_PATH", None)
-        self.env = lab_script.lab_env(self.env, instructor=True)
 
 
 def _submission_id(course: Path) -> str:

@@ -27,6 +27,7 @@ from grading_support import (
     NbgraderFailed,
     mx,
     nbgrader_here,
+    platform_archive,
     released_course,
     require_sandbox,
     shared_tmp,
@@ -135,16 +136,7 @@ def course(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["img", "comma", "glob", "lookalike", "long", "option"])
 def test_zip_collect_refuses_a_file_named_for_a_hostile_id(course, tmp_path, name):
-    import zipfile
-
-    root = tmp_path / "zc"
-    shutil.copytree(course[0], root)
-    archive = root / "downloaded" / mx.ASSIGNMENT / "archive"
-    archive.mkdir(parents=True)
-    released = (root / "release" / mx.ASSIGNMENT / mx.NOTEBOOK).read_bytes()
-    with zipfile.ZipFile(archive / "lms.zip", "w") as zf:
-        zf.writestr("carol_exercises.ipynb", released)
-        zf.writestr(f"{HOSTILE[name]}_exercises.ipynb", released)
+    root, _, _ = platform_archive(course, tmp_path, ["carol_exercises.ipynb", f"{HOSTILE[name]}_exercises.ipynb"])
     with pytest.raises(NbgraderFailed) as failed:
         nbgrader_here(root, "zip_collect", mx.ASSIGNMENT)
     assert repr(HOSTILE[name]) in failed.value.log and ids.ALLOWED in failed.value.log, failed.value.log
@@ -275,21 +267,8 @@ def _hostile_gradebook(root: Path) -> str:
 @pytest.mark.lab
 def test_formgrader_shows_hostile_ids_as_text_and_runs_nothing(graded):
     from browser_support import chromium_or_skip, launch
+    from lab_support import CourseLab
     from playwright.sync_api import sync_playwright
-
-    from scripts import lab as lab_script
-    from scripts.lab_session import LabServer
-
-    class CourseLab(LabServer):
-        """The instructors' JupyterLab (scripts/lab.py --instructor) on the course copy."""
-
-        def __init__(self, course: Path):
-            super().__init__(notebooks=[])
-            self.root = course
-            self.cmd = [a for a in self.cmd if not a.startswith("--ServerApp.root_dir=")] + lab_script.lab_args(
-                course, instructor=True)
-            self.env.pop("JUPYTER_CONFIG_PATH", None)
-            self.env = lab_script.lab_env(self.env, instructor=True)
 
     executable = chromium_or_skip()
     root = graded[0].parent / "formgrader-course"
