@@ -17,6 +17,9 @@ $(STAMP): requirements.txt pyproject.toml lab-settings/overrides.json
 	$(BIN)/pip install -r requirements.txt
 	mkdir -p $(VENV)/share/jupyter/lab/settings
 	cp lab-settings/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	$(BIN)/jupyter server extension disable nbdime --sys-prefix >/dev/null 2>&1
+	$(BIN)/jupyter labextension disable nbdime-jupyterlab --level=sys_prefix >/dev/null 2>&1
+	$(BIN)/python scripts/git_notebooks.py
 	touch $@
 
 venv: $(STAMP)
