@@ -69,6 +69,7 @@ $(SITE_STAMP): $(STAMP) $(SITE_SOURCES)
 # is written out as a pre-rendered slider that works without a kernel.
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/nl-frames
+	MPLBACKEND=Agg $(BIN)/python -m scripts.intro_figure
 	NORMLAB_STATIC=1 NORMLAB_FRAMES=$(CURDIR)/_build/nl-frames MPLBACKEND=Agg $(BIN)/jupyter-book build . --path-output . -W -n --keep-going
 	$(BIN)/python scripts/place_frames.py _build/html _build/nl-frames
 	$(BIN)/python scripts/finish_site.py _build/html
