@@ -21,20 +21,22 @@ from normlab_core.figures.style import COLORS, PLACEMENT_NAMES, label, new_figur
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "book" / "assets" / "generated" / "stack-growth.png"
 GAIN = 0.5   # 23.1's default sublayer gain
+DPI = 100     # drawn at the size it is shown: a phone shows it whole, at 0.8 of its pixels or more
 
 
 def draw(path: Path) -> dict:
     """Draw the figure into `path`; return {placement: size after the last layer}."""
     curves = s01_teaser.magnitudes(np.asarray(STACK_INPUT, dtype=float), GAIN)
-    fig, (ax,) = new_figure(width=5.0, height=3.0)
+    fig, (ax,) = new_figure(width=4.0, height=2.8)
     depths = np.arange(s01_teaser.MAX_DEPTH + 1)
     for p in s01_teaser.PLACEMENTS:
         ax.plot(depths, curves[p], color=COLORS[p], lw=2.2, label=PLACEMENT_NAMES[p])
     ax.set_yscale("log")
     ax.set_xlim(0, s01_teaser.MAX_DEPTH)
-    label(ax, "depth (layers)", "size of the vector ‖h‖ (log scale)")
+    ax.set_ylim(top=10 * max(float(c.max()) for c in curves.values()))   # room above the steepest curve
+    label(ax, "depth (layers)", "size ‖h‖ (log scale)")
     ax.legend(loc="upper left", frameon=False)
-    fig.savefig(path, dpi=200, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     return {p: float(c[-1]) for p, c in curves.items()}
 
 
