@@ -12,11 +12,13 @@ NBVAL  := $(BIN)/pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-
 # notebooks render all their cells (windowingMode none); with windowed rendering, jupyterlab-myst (the MyST
 # markdown renderer that evaluates the notebooks' {eval} prose numbers) throws on Run All in long notebooks.
 # Markdown files open in JupyterLab's Markdown preview (a notebook's link to a glossary entry lands there rendered).
-$(STAMP): requirements.txt pyproject.toml lab-settings/overrides.json
+$(STAMP): requirements.txt pyproject.toml lab-settings/overrides.json lab-settings/ipython_kernel_config.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt
 	mkdir -p $(VENV)/share/jupyter/lab/settings
 	cp lab-settings/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	mkdir -p $(VENV)/etc/ipython
+	cp lab-settings/ipython_kernel_config.json $(VENV)/etc/ipython/ipython_kernel_config.json
 	$(BIN)/jupyter server extension disable nbdime --sys-prefix >/dev/null 2>&1
 	$(BIN)/jupyter labextension disable nbdime-jupyterlab --level=sys_prefix >/dev/null 2>&1
 	$(BIN)/python scripts/git_notebooks.py

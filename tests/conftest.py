@@ -99,7 +99,7 @@ AREAS = {
              "test_static_figures.py", "test_finish_site.py", "test_make_site.py", "test_reading_*.py",
              "test_folded_*.py"],
     "grading": ["test_grading_*.py", "test_assignments.py", "test_grades_lms.py", "test_classroom.py"],
-    "project": ["test_layers.py", "test_references.py", "test_git_notebooks.py"],
+    "project": ["test_layers.py", "test_references.py", "test_git_notebooks.py", "test_quiet_tools.py"],
 }
 QUICK = ["test_maths.py", "test_norm_registry.py", "test_geometry.py", "test_backward_complete.py",
          "test_batch_norm_contrast.py", "test_transformer.py", "test_model_norms.py", "test_layers.py",
