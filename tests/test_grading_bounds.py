@@ -165,3 +165,29 @@ def test_grading_refuses_a_course_without_its_feedback_templates(tmp_path_factor
     status = grade.grade(course, grade.parse_args([mx.ASSIGNMENT]))
     out = capsys.readouterr().out
     assert status == 2 and "feedback/mathjax.html.j2" in out and "CDN" in out
+
+
+def test_feedback_is_written_as_each_submission_is_recorded(tmp_path, monkeypatch, capfd):
+    # The writer takes students one by one while grading goes on: a page over its limit costs only that page,
+    # and the pages of the students added after it are written all the same.
+    course = tmp_path / "course"
+    (course / "logs").mkdir(parents=True)
+    monkeypatch.setattr(grade, "course_api", lambda course: None)
+
+    def render(api, assignment, student):
+        if student == "slow":
+            _spin()
+        page = course / "feedback" / student / assignment / "exercises.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f"<p>{student}</p>")
+        return {"success": True, "log": "", "error": ""}
+
+    monkeypatch.setattr(grade, "_feedback_one", render)
+    writer = grade.FeedbackWriter(course, "chapter23", 1, course / "logs", 3, seconds=2, memory=512 << 20)
+    for student in ("a", "slow", "b"):
+        writer.add(student)
+    problems = writer.finish()
+    assert list(problems) == ["slow"] and "time limit of 2 s" in problems["slow"]
+    for student in ("a", "b"):
+        assert (course / "feedback" / student / "chapter23" / "exercises.html").read_text() == f"<p>{student}</p>"
+    assert "   3/3 " in capfd.readouterr().out

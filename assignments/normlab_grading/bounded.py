@@ -13,6 +13,7 @@ processes, on text the student chose. So that one submission costs no more than 
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import resource
@@ -128,18 +129,42 @@ class Child:
         return value
 
 
-def wait(children: list) -> None:
-    """Wait until one of `children` has written, ended or reached its deadline (then it is stopped)."""
+class Lines:
+    """The lines (JSON values) written to a pipe, read as they come, for `wait` beside the children."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buffer, self.items, self.done = fd, b"", [], False
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def pump(self) -> None:
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.done = True
+            os.close(self.fd)
+            return
+        *whole, self.buffer = (self.buffer + chunk).split(b"\n")
+        self.items += [json.loads(line) for line in whole if line]
+
+
+def wait(children: list, others: tuple = ()) -> None:
+    """Wait until one of `children` has written, ended or reached its deadline (then it is stopped), or one of
+    `others` (such as `Lines`) has something to read."""
     now = time.monotonic()
     for child in children:
         if child.deadline <= now:
             child.stop()
     live = [c for c in children if not c.done]
-    if len(live) < len(children) or not live:
+    if len(live) < len(children):
         return
-    ready, _, _ = select.select(live, [], [], max(0.0, min(c.deadline for c in live) - now))
-    for child in ready:
-        child.pump()
+    readers = live + [o for o in others if not o.done]
+    if not readers:
+        return
+    timeout = max(0.0, min(c.deadline for c in live) - now) if live else None
+    ready, _, _ = select.select(readers, [], [], timeout)
+    for reader in ready:
+        reader.pump()
 
 
 def call(fn, args: tuple, seconds: float, memory: int):

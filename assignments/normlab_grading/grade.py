@@ -94,12 +94,12 @@ def secret_from(config) -> str | None:
     return None
 
 
-def student_plans(context, check_ids, secret: str | None, student: str, shared: dict) -> dict:
-    """The plans of one student's check cells: `shared` (built once, for the course seed) without a secret;
-    with one, plans on that student's own hidden inputs (draws.student_seed)."""
-    if not secret:
+def student_plans(context, check_ids, secret: str | None, student: str, shared: dict, submission: str = "") -> dict:
+    """The plans of one student's check cells: `shared` (built once, for the course seed) without a secret and
+    a submission fingerprint; otherwise plans on that submission's own hidden inputs (draws.student_seed)."""
+    if not secret and not submission:
         return shared
-    seed = draws.student_seed(context.seed, secret, student)
+    seed = draws.student_seed(context.seed, secret, student, submission)
     return hidden_checks.plans(hidden_checks.Context(seed=seed, data=context.data), check_ids)
 
 
@@ -191,7 +191,10 @@ class Worker:
         cells = [{"index": i, "source": c["source"]} for i, c in enumerate(restored.cells)
                  if c.get("cell_type") == "code"]
         present = [structure.grade_id(c) for c in restored.cells if structure.is_check(c)]
-        mine = student_plans(self.context, self.check_ids, self.secret, student, self.plans)
+        # Hidden inputs drawn afresh for every hand-in (the same for the same files), so that a table of inputs
+        # and answers gathered from earlier feedback is worth nothing.
+        mine = student_plans(self.context, self.check_ids, self.secret, student, self.plans,
+                             submission_fingerprint(folder))
         plans = {gid: mine[gid] for gid in present if gid in mine}
         budget = self.limits.check_seconds
         files, left_out = own_files(folder)
@@ -622,10 +625,6 @@ def grade(course: Path, args) -> int:
     config = load_config(course)
     limits = limits_from(config)
     unsafe = args.unsafe_no_sandbox
-    missing = feedback_templates_missing(config)
-    if missing:
-        print(f"Cannot grade: {missing}")
-        return 2
     release = course / "release" / assignment / f"{NOTEBOOK}.ipynb"
     if not release.is_file():
         print(f"no release at {release}: run `nbgrader generate_assignment {assignment}` (make release) first")
@@ -634,6 +633,10 @@ def grade(course: Path, args) -> int:
         hidden_checks.require_plans(structure.load(release), f"the release {release}")
     except hidden_checks.Unplanned as exc:
         print(f"Cannot grade: {exc}. Without a plan such a cell could only be scored by the student's own kernel.")
+        return 2
+    missing = feedback_templates_missing(config)
+    if missing:
+        print(f"Cannot grade: {missing}")
         return 2
     folders = sorted(p for p in (course / "submitted").glob(f"*/{assignment}") if p.is_dir())
     # An id outside the id rule (ids.py) reaches no gradebook, page or file: its folder is refused, and named.
@@ -707,10 +710,11 @@ def grade(course: Path, args) -> int:
     phases: dict = {}
     if todo:
         t0 = time.monotonic()
-        graded = grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states,
-                           timings)
+        writer = FeedbackWriter(course, assignment, jobs, state_dir, len(todo))   # before any thread starts
+        grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings,
+                  writer.add)
         t1 = time.monotonic()
-        for student, problem in feedback(course, assignment, graded, students, jobs, state_dir).items():
+        for student, problem in writer.finish().items():
             state = states[student]
             if problem.startswith("limits: "):
                 state["review"] = state["review"] + [f"feedback: a plain page stands in for it: {problem[8:]}"]
@@ -726,9 +730,11 @@ def grade(course: Path, args) -> int:
     return 1 if refused or any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
 
 
-def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings):
+def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings,
+              recorded=None):
     """Grade `todo` ([(student, fingerprint)]): in `jobs` worker processes (forked before nbgrader is imported
-    here), or in this process for one job; record each result in the gradebook as it arrives."""
+    here), or in this process for one job; record each result in the gradebook as it arrives, and pass each
+    student whose grades were recorded to `recorded` (which writes their feedback meanwhile)."""
 
     def done(result, mine):
         try:
@@ -741,6 +747,8 @@ def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint,
         timings.append(state["seconds"])
         print(f"  graded {printable(result['student']):<24} {state['seconds']:6.1f} s  {printable(state['status'])}",
               flush=True)
+        if recorded is not None and state.get("recorded"):
+            recorded(result["student"])
 
     if jobs == 1:
         worker = Worker(course, assignment, unsafe, limits, seed, 1)
@@ -837,23 +845,30 @@ def plain_page(course: Path, assignment: str, student: str, why: str) -> Path:
 
 
 def feedback(course: Path, assignment: str, students: list, everyone: list, jobs: int, state_dir: Path,
-             seconds: float = bounded.FEEDBACK_SECONDS, memory: int = bounded.FEEDBACK_MEMORY) -> dict:
-    """Feedback pages for `students`, each written alone in a child process under a time and a memory limit
-    (`bounded`), `jobs` at a time, each reported as it is done. A page over its limits is replaced by a plain one
-    saying so. Returns {student: what went wrong} for the pages that are not nbgrader's own: "limits: ..."
-    when a plain page stands in for it, "failed: ..." when nbgrader could not write it."""
-    if not students:
+             seconds: float = bounded.FEEDBACK_SECONDS, memory: int = bounded.FEEDBACK_MEMORY,
+             incoming: bounded.Lines | None = None, total: int | None = None) -> dict:
+    """Feedback pages for `students`, and for those `incoming` names as they are graded, each written alone in
+    a child process under a time and a memory limit (`bounded`), `jobs` at a time, each reported as it is
+    done. A page over its limits is replaced by a plain one saying so. Returns {student: what went wrong} for
+    the pages that are not nbgrader's own: "limits: ..." when a plain page stands in for it, "failed: ..."
+    when nbgrader could not write it."""
+    waiting = list(students)
+    if not waiting and incoming is None:
         return {}
+    total = total or len(waiting)
     api = course_api(course)   # built once here; every child inherits it
-    waiting, running, problems, done = list(students), {}, {}, 0
-    print(f"writing {len(students)} feedback page(s), {jobs} at a time, each within {seconds:g} s and "
+    running, problems, done = {}, {}, 0
+    print(f"writing {total} feedback page(s), {jobs} at a time, each within {seconds:g} s and "
           f"{memory >> 20} MB", flush=True)
-    while waiting or running:
+    while waiting or running or (incoming is not None and not incoming.done):
         while waiting and len(running) < jobs:
             student = waiting.pop(0)
             child = bounded.Child(_feedback_one, (api, assignment, student), seconds, memory)
             running[child] = (student, time.monotonic())
-        bounded.wait(list(running))
+        bounded.wait(list(running), (incoming,) if incoming is not None else ())
+        if incoming is not None:
+            waiting += incoming.items
+            incoming.items = []
         for child in [c for c in running if c.done]:
             student, begun = running.pop(child)
             done += 1
@@ -872,9 +887,56 @@ def feedback(course: Path, assignment: str, students: list, everyone: list, jobs
                 with open(state_dir / f"{student}.log", "a", encoding="utf-8") as fh:
                     fh.write(printable_log(f"\nnbgrader generate_feedback reported a failure:\n"
                                            f"{outcome.get('log', '')}\n{outcome.get('error', '')}"))
-            print(f"  feedback {done:>4}/{len(students)} {printable(student):<24} "
+            print(f"  feedback {done:>4}/{max(total, done)} {printable(student):<24} "
                   f"{time.monotonic() - begun:6.1f} s  {printable(problems.get(student, 'written'))}", flush=True)
     return problems
+
+
+class FeedbackWriter:
+    """Feedback written while grading goes on: a process forked before the graders start (so that it holds no
+    thread of theirs) takes each student as their grades are recorded (`add`) and writes their page with
+    `feedback`; `finish` waits for the last page and returns what `feedback` returns."""
+
+    def __init__(self, course: Path, assignment: str, jobs: int, state_dir: Path, total: int,
+                 seconds: float = bounded.FEEDBACK_SECONDS, memory: int = bounded.FEEDBACK_MEMORY):
+        names_r, names_w = os.pipe()
+        back_r, back_w = os.pipe()
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(names_w)
+            os.close(back_r)
+            code = 0
+            try:
+                problems = feedback(course, assignment, [], [], jobs, state_dir, seconds, memory,
+                                    incoming=bounded.Lines(names_r), total=total)
+                with os.fdopen(back_w, "w") as fh:
+                    fh.write(json.dumps(problems))
+            except BaseException:  # noqa: BLE001 - the parent reports every page as not written
+                import traceback
+
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        os.close(names_r)
+        os.close(back_w)
+        self.pid, self.names, self.back, self.added = pid, names_w, back_r, []
+
+    def add(self, student: str) -> None:
+        self.added.append(student)
+        os.write(self.names, (json.dumps(student) + "\n").encode())
+
+    def finish(self) -> dict:
+        os.close(self.names)
+        with os.fdopen(self.back) as fh:
+            text = fh.read()
+        os.waitpid(self.pid, 0)
+        try:
+            return json.loads(text)
+        except ValueError:
+            return {s: "failed: the process writing the feedback pages ended early" for s in self.added}
 
 
 def report(course, assignment, students, states, csv_path, state_dir, timings, elapsed, jobs, phases,
@@ -903,7 +965,8 @@ def report(course, assignment, students, states, csv_path, state_dir, timings, e
         print(f"\ngraded {len(timings)} submission(s) in {elapsed:.1f} s with {jobs} worker(s): "
               f"{sum(timings) / len(timings):.2f} s per submission on average (max {max(timings):.2f} s); "
               f"running and judging, with the gradebook records: {phases.get('grading', 0):.1f} s, "
-              f"feedback: {phases.get('feedback', 0):.1f} s")
+              f"feedback: {phases.get('feedback', 0):.1f} s after the last grade (each page is written as soon as "
+              "its grades are recorded, beside the grading)")
     failed = {s: states[s]["status"] for s in students if states[s]["status"].startswith("FAILED")}
     if failed:
         print(f"\n{len(failed)} submission(s) FAILED TO GRADE (their grades.csv rows have no score):")
