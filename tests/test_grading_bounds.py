@@ -191,3 +191,26 @@ def test_feedback_is_written_as_each_submission_is_recorded(tmp_path, monkeypatc
     for student in ("a", "b"):
         assert (course / "feedback" / student / "chapter23" / "exercises.html").read_text() == f"<p>{student}</p>"
     assert "   3/3 " in capfd.readouterr().out
+
+
+def test_a_huge_output_is_cut_to_its_caps_named_and_marked(tmp_path):
+    # The record of a cell that printed 50 MB and displayed 20 MB: the graded notebook keeps the caps, says what
+    # was cut in the cell's output (so in the feedback), and the submission is marked for review.
+    from grading_support import ROOT, sandbox
+
+    release = structure.load(ROOT / "assignments" / "source" / mx.ASSIGNMENT / mx.NOTEBOOK)
+    cells = structure.restore(release, release).cells
+    index = next(i for i, c in enumerate(cells) if c.get("cell_type") == "code")
+    record = {"outputs": [{"output_type": "stream", "name": "stdout", "text": "y" * 50_000_000},
+                          {"output_type": "display_data", "data": {"image/png": "A" * 20_000_000}, "metadata": {}}],
+              "execution_count": 1}
+    limits = sandbox.Limits()
+    review = []
+    nb = grade.compose(release, cells, sandbox.Run(cells={index: record}, groups={}, status="ok"), {}, {}, limits,
+                       review)
+    outputs = nb["cells"][index]["outputs"]
+    assert len(json.dumps(outputs)) < 2 * limits.text_cap + 10_000
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "[output cut: " in text and "left out: over the size cap" in text
+    assert review == [f"cell {index}: its outputs were over the sizes kept for grading and were cut "
+                      "(the feedback says where)"]

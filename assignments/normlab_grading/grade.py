@@ -261,7 +261,8 @@ def timestamp_problem(path: Path) -> str:
 
     if not path.is_file() or path.is_symlink():
         return ""
-    raw = path.read_bytes()[:201]
+    with open(path, "rb") as fh:
+        raw = fh.read(201)
     try:
         text = raw.decode("utf-8").strip()
         if len(raw) > 200:
