@@ -24,7 +24,7 @@ import time
 SOURCE_CAP = 100_000          # characters of one cell's source (the longest reference answer is < 3,000)
 CLEAN_SECONDS = 20.0          # the Markdown clean-up of one submission, all its cells together
 CLEAN_MEMORY = 1 << 30        # bytes of address space for that clean-up (on top of nothing: RLIMIT_AS)
-FEEDBACK_SECONDS = 60.0       # one feedback page
+FEEDBACK_SECONDS = 120.0      # one feedback page (wall clock: a loaded machine can take 30 s for one)
 FEEDBACK_MEMORY = 2 << 30     # bytes of address space for the process writing one feedback page
 
 
