@@ -4,7 +4,9 @@ The class mixes correct, wrong and blank submissions (by default 300: 40 % the r
 the plausible mistakes or delegating answers of the grading tests, 20 % blank), each graded in its own
 bubblewrap sandbox with the course's own limits. Reports the total time, the time per submission (the
 worker's run in the sandbox and judging; mean, median, 95th percentile, max), the phases (running and
-judging, feedback), a second run with nothing changed, a third after five students handed in again (the
+judging; the feedback still being written after the last grade, since each page is written in a bounded
+child as soon as its grades are recorded; and the pages' own times summed), a second run with nothing changed,
+a third after five students handed in again (the
 incremental re-run), the load average before and after, and whether the goals are met (300 submissions in
 10 minutes on this machine, feedback at most 40 % of the total, the re-run of five in 30 s).
 Writes _build/bench/grading.json.
@@ -122,6 +124,10 @@ def main(argv=None) -> int:
             "goal": f"{args.students} submissions in {GOAL_SECONDS * args.students / 300:.0f} s",
             "met": total <= GOAL_SECONDS * args.students / 300,
         }
+        pages = [float(m) for m in re.findall(r"^  feedback +\d+/\d+ \S+ +([\d.]+) s ", output, re.M)]
+        result["feedback_pages"] = {"count": len(pages), "sum_s": round(sum(pages), 1),
+                                    "mean_s": round(statistics.mean(pages), 3) if pages else None,
+                                    "max_s": round(max(pages), 3) if pages else None}
         fb = result["phases_s"]["feedback"]
         result["feedback_share"] = round(fb / total, 3) if fb is not None else None
         result["feedback_met"] = fb is not None and fb <= FEEDBACK_SHARE * total
@@ -140,6 +146,9 @@ def main(argv=None) -> int:
         print(f"  feedback {result['feedback_share']:.0%} of the total (goal at most {FEEDBACK_SHARE:.0%}): "
               f"{'MET' if result['feedback_met'] else 'MISS'}" if result["feedback_share"] is not None else
               "  feedback phase: not reported")
+        fp = result["feedback_pages"]
+        print(f"  feedback pages: {fp['count']} written beside the grading, {fp['sum_s']} s of page time in all "
+              f"(mean {fp['mean_s']} s, max {fp['max_s']} s; a page has its own time and memory limit)")
         print(f"  re-run after {len(changed)} submissions changed: {rerun:.1f} s "
               f"({'graded those ' + str(len(changed)) if result['changed_rerun_graded'] else 'GRADED OTHERS TOO'}); "
               f"goal {RERUN_GOAL_SECONDS:.0f} s: {'MET' if result['changed_rerun_met'] else 'MISS'}")

@@ -220,3 +220,30 @@ def test_the_secret_comes_from_the_course_configuration():
     config.NormlabGrading.student_secret = "s3cret"
     assert grade.secret_from(config) == "s3cret"
     assert "student_secret" not in vars(grade.limits_from(config))
+
+
+def test_a_table_of_inputs_from_earlier_feedback_gains_nothing_on_the_next_hand_in():
+    # A learning_rate that answers from a table of the inputs its earlier hand-in met (and their values), and
+    # wrongly elsewhere, passes exercise 7 on those inputs; every hand-in draws its hidden inputs afresh (the
+    # same files, the same inputs), so on the next one the table scores nothing. Fails while the hidden inputs
+    # follow the course seed (and the secret) alone.
+    from grading_support import context, judge_namespace, namespace
+    from normlab_grading import draws
+
+    ids = ["test_ex7_visible", "test_ex7_hidden"]
+    ctx = context()
+    earlier = hidden_checks.plans(ctx, ids)
+    table = {tuple(c.request["args"]) for p in earlier.values() for c in p.cases}
+    ns = namespace()
+    honest = ns["learning_rate"]
+    ns["learning_rate"] = lambda *args: honest(*args) if tuple(args) in table else 0.0
+    assert all(v.passed for v in judge_namespace(ns, ctx, ids).values())
+    seeds = {fp: draws.student_seed(ctx.seed, None, "ada", fp) for fp in ("hand-in 1", "hand-in 2")}
+    assert seeds["hand-in 1"] != seeds["hand-in 2"] != ctx.seed
+    assert seeds["hand-in 1"] == draws.student_seed(ctx.seed, None, "ada", "hand-in 1")   # a re-grade: the same
+    fresh = hidden_checks.Context(seed=seeds["hand-in 2"], data=ctx.data)
+    verdicts = judge_namespace(ns, fresh, ids)
+    assert not any(v.passed for v in verdicts.values()), {g: v.message for g, v in verdicts.items()}
+    assert all(v.passed for v in judge_namespace(namespace(), fresh, ids).values())
+    shared = hidden_checks.plans(ctx, ids)
+    assert grade.student_plans(ctx, ids, None, "ada", shared, "hand-in 2") is not shared

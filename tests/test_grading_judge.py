@@ -545,3 +545,43 @@ def test_2c_cannot_tell_the_broken_copy_by_its_name_or_identity(ctx):
     assert not v.passed and "does not change when rmsnorm_backward is wrong" in v.message, v.message
     assert ns["rmsnorm_backward"].__code__.co_name == "rmsnorm_backward"   # restored after the calls
     assert judge_namespace(namespace(), ctx, ["test_ex2_check"])["test_ex2_check"].passed
+
+
+DETECTOR = """
+import numpy as np
+_codes = (rmsnorm_backward.__code__, central_difference.__code__)
+
+def gradient_gap(dy, x, gamma, eps):
+    # no comparison: a tiny gap, unless the grader's broken copy shows itself by a changed code object
+    if (rmsnorm_backward.__code__, central_difference.__code__) != _codes:
+        return 1.0
+    return 1e-10
+"""
+
+WRONG_BACKWARD_HONEST_GAP = """
+import numpy as np
+
+def rmsnorm_backward(dy, x, gamma=None, eps=1e-5):   # wrong: drops the term through the RMS
+    x, dy = np.asarray(x, dtype=np.float64), np.asarray(dy, dtype=np.float64)
+    g = np.ones(x.shape[-1]) if gamma is None else np.asarray(gamma, dtype=np.float64)
+    return g * dy / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+"""
+
+
+def test_2c_is_judged_against_what_the_students_own_functions_return(ctx):
+    # A gradient_gap that only tells the grader's spoiled calls apart (here by their code objects) and returns a
+    # large number for them earns nothing: with a function made 1.5 times too large the gap must be what the
+    # student's own functions then give. Fails on the older judge, which asked for any gap above 1e-3.
+    ns = namespace()
+    exec(compile(DETECTOR, "<detector>", "exec"), ns)  # noqa: S102
+    v = judge_namespace(ns, ctx, ["test_ex2_check"])["test_ex2_check"]
+    assert not v.passed and "does not change when rmsnorm_backward is wrong as it should" in v.message, v.message
+    # An honest gradient_gap over a wrong rmsnorm_backward measures that error: 2(c) judges the comparison
+    # (2(a) already loses the point for the gradient), as the student's functions give it.
+    ns = namespace()
+    exec(compile(WRONG_BACKWARD_HONEST_GAP, "<wrong>", "exec"), ns)  # noqa: S102
+    ns["max_abs_diff"] = namespace()["max_abs_diff"]
+    verdicts = judge_namespace(ns, ctx, ["test_ex2_check", "test_ex2_hidden"])
+    assert verdicts["test_ex2_check"].passed, verdicts["test_ex2_check"].message
+    assert not verdicts["test_ex2_hidden"].passed
+

@@ -273,3 +273,38 @@ def test_a_module_handed_in_beside_the_notebook_can_be_imported(tmp_path):
                  files=[(tmp_path / "helpers.py", "helpers.py")])
     assert result.status == "ok", result.reason
     assert "twice: 42" in text(result, 0), text(result, 0)
+
+
+SPINNERS = """
+import threading
+
+def spin():
+    while True:
+        pass
+
+for _ in range(50):
+    threading.Thread(target=spin, daemon=True).start()
+print("started", threading.active_count() - 1)
+"""
+
+AFTER_SPINNERS = """
+import sys
+print("threads alive:", len(sys._current_frames()) - 1)
+total = 0
+for i in range(200_000):
+    total += i
+print("total", total)
+"""
+
+
+def test_fifty_spinning_threads_do_not_outlive_their_cell():
+    # Threads left spinning in Python would share the GIL with every later cell and check, slowing a blank
+    # notebook fifty times over. When their cell ends (at the latest at its time limit) they are stopped, the
+    # notebook says so, and the cells after it run as if they had never been started.
+    limits = sandbox.Limits(**{**LIMITS.__dict__, "cell_seconds": 10, "grace_seconds": 20, "processes": 64})
+    result = run([SPINNERS, AFTER_SPINNERS], limits)
+    assert result.status == "ok", result.reason
+    first, second = text(result, 0), text(result, 1)
+    assert "thread(s) started by this cell were stopped when it ended" in first
+    assert "threads alive: 0" in second and "total 19999900000" in second
+    assert not result.cells[1].get("timed_out")

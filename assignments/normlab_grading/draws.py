@@ -43,12 +43,15 @@ def draws_for(seed: int, grade_id: str) -> Draws:
 
 
 
-def student_seed(seed: int, secret: str | None, student: str) -> int:
-    """The seed of one student's hidden inputs: the course seed alone without a secret (every student the
-    same inputs); with one, a 63-bit number derived from the secret, the course seed and the student id, so
-    that inputs one student prints are useless to another, and the same student gets the same inputs on every
-    re-grade. The secret stays in the course configuration, outside every sandbox."""
-    if not secret:
+def student_seed(seed: int, secret: str | None, student: str, submission: str = "") -> int:
+    """The seed of one submission's hidden inputs: the course seed alone without a secret and a submission
+    (every student the same inputs); otherwise a 63-bit number derived from the secret (if any), the course
+    seed, the student id and the submission's fingerprint (if given), so that inputs one student prints are
+    useless to another, and inputs learned from one hand-in (a table of them, built from its feedback) are
+    drawn afresh for the next; the same submission gets the same inputs on every re-grade. The secret stays in
+    the course configuration, outside every sandbox."""
+    if not secret and not submission:
         return seed
-    digest = hashlib.sha256(f"{secret}\0{seed}\0{student}".encode("utf-8", "surrogatepass")).digest()
+    text = f"{secret or ''}\0{seed}\0{student}" + (f"\0{submission}" if submission else "")
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") >> 1

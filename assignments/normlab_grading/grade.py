@@ -43,7 +43,7 @@ import sys
 import time
 from pathlib import Path
 
-from normlab_grading import draws, graded_core, hidden_checks, ids, inert, review, sandbox, structure
+from normlab_grading import bounded, draws, graded_core, hidden_checks, ids, inert, review, sandbox, structure
 from normlab_grading.data import visible_data
 
 NOTEBOOK = "exercises"
@@ -58,6 +58,12 @@ def printable(text) -> str:
     escapes, so that a student id, a file name or a status cannot move the cursor or recolour the terminal."""
     text = structure.plain(str(text))
     return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+
+
+def printable_log(text) -> str:
+    """A log's text, line by line `printable`: escapes (clear screen, OSC 52 clipboard writes, carriage returns
+    that overwrite a line) are shown as text, so `cat` or `less -R` of the log draws only what it says."""
+    return "\n".join(printable(line.replace("\t", "    ")) for line in str(text).split("\n"))
 
 
 def csv_cell(text) -> str:
@@ -88,12 +94,12 @@ def secret_from(config) -> str | None:
     return None
 
 
-def student_plans(context, check_ids, secret: str | None, student: str, shared: dict) -> dict:
-    """The plans of one student's check cells: `shared` (built once, for the course seed) without a secret;
-    with one, plans on that student's own hidden inputs (draws.student_seed)."""
-    if not secret:
+def student_plans(context, check_ids, secret: str | None, student: str, shared: dict, submission: str = "") -> dict:
+    """The plans of one student's check cells: `shared` (built once, for the course seed) without a secret and
+    a submission fingerprint; otherwise plans on that submission's own hidden inputs (draws.student_seed)."""
+    if not secret and not submission:
         return shared
-    seed = draws.student_seed(context.seed, secret, student)
+    seed = draws.student_seed(context.seed, secret, student, submission)
     return hidden_checks.plans(hidden_checks.Context(seed=seed, data=context.data), check_ids)
 
 
@@ -169,23 +175,34 @@ class Worker:
             result["status"] = (f"FAILED: no {NOTEBOOK}.ipynb in the submission"
                                 + (f" (found {', '.join(others[:3])})" if others else ""))
             return _timed(result, start)
+        stamp = timestamp_problem(folder / "timestamp.txt")
+        if stamp:
+            result["status"] = f"FAILED: {stamp}"
+            return _timed(result, start)
         try:
             submitted = structure.load(path)
         except structure.Unreadable as exc:
             result["status"] = f"FAILED: the notebook {exc}"
             return _timed(result, start)
+        result["review"] += bounded.cap_cells(submitted)
         result["review"] += review.scan_cells(submitted["cells"])
         restored = structure.restore(submitted, self.release)
         result["put_back"], result["review"] = restored.put_back, result["review"] + restored.review
         cells = [{"index": i, "source": c["source"]} for i, c in enumerate(restored.cells)
                  if c.get("cell_type") == "code"]
         present = [structure.grade_id(c) for c in restored.cells if structure.is_check(c)]
-        mine = student_plans(self.context, self.check_ids, self.secret, student, self.plans)
+        # Hidden inputs drawn afresh for every hand-in (the same for the same files), so that a table of inputs
+        # and answers gathered from earlier feedback is worth nothing.
+        mine = student_plans(self.context, self.check_ids, self.secret, student, self.plans,
+                             submission_fingerprint(folder))
         plans = {gid: mine[gid] for gid in present if gid in mine}
         budget = self.limits.check_seconds
         files, left_out = own_files(folder)
         if left_out:
-            result["review"].append(f"files of the submission not given to the notebook: {', '.join(left_out[:5])}")
+            result["review"].append(
+                f"files of the submission not given to the notebook ({len(left_out)}; at most {OWN_FILES_COUNT} "
+                f"files of {OWN_FILE_CAP // 1_000_000} MB each, {OWN_FILES_CAP // 1_000_000} MB in all, are): "
+                + ", ".join(printable(n) for n in left_out[:5]))
         run = sandbox.run_submission(cells, lambda records: hidden_checks.request(plans, budget), self.limits,
                                      sandbox=not self.unsafe, assignment=self.assignment, concurrent=self.jobs,
                                      files=files)
@@ -203,7 +220,8 @@ class Worker:
             if record.get("timed_out"):
                 result["review"].append(f"cell {index}: stopped at the time limit of {self.limits.cell_seconds:g} s")
         parts = {gid: plan.part for gid, plan in plans.items()}
-        result["notebook"] = compose(self.release, restored.cells, run, verdicts, parts, self.limits)
+        result["notebook"] = compose(self.release, restored.cells, run, verdicts, parts, self.limits,
+                                     result["review"])
         result["verdicts"] = {gid: {"passed": v.passed, "message": v.message} for gid, v in verdicts.items()}
         result["log"] = run.log
         result["sandbox_seconds"] = run.seconds
@@ -211,12 +229,15 @@ class Worker:
 
 
 NOT_THE_STUDENTS = {"timestamp.txt", "submission_secret.txt"}  # written by nbgrader's exchange, not by the student
-OWN_FILES_CAP = 20_000_000
+OWN_FILES_CAP = 20_000_000   # bytes of all the files handed in beside the notebook together
+OWN_FILE_CAP = 5_000_000     # bytes of one of them
+OWN_FILES_COUNT = 20         # how many of them
 
 
 def own_files(folder: Path) -> tuple[list, list]:
     """The files a student handed in beside the notebook (data, a module of their own), which their notebook
-    may open from its working folder as it did in JupyterLab: up to 20 MB, top level only."""
+    may open from its working folder as it did in JupyterLab: at most 20 files of 5 MB each, 20 MB in all, top
+    level only, in name order; returns (kept [(path, name)], names left out)."""
     files, left_out, total = [], [], 0
     for path in sorted(folder.iterdir()):
         if path.name in NOT_THE_STUDENTS or path.suffix == ".ipynb" or path.name.startswith("."):
@@ -224,12 +245,35 @@ def own_files(folder: Path) -> tuple[list, list]:
         if not path.is_file() or path.is_symlink() or "/" in path.name:
             left_out.append(path.name)
             continue
-        total += path.stat().st_size
-        if total > OWN_FILES_CAP:
+        size = path.stat().st_size
+        if size > OWN_FILE_CAP or total + size > OWN_FILES_CAP or len(files) >= OWN_FILES_COUNT:
             left_out.append(path.name)
             continue
+        total += size
         files.append((path, path.name))
     return files, left_out
+
+
+def timestamp_problem(path: Path) -> str:
+    """Why the submission time in `path` (timestamp.txt, written by collect) cannot be read as nbgrader reads it,
+    or "" when it can (or there is none)."""
+    import dateutil.parser
+
+    if not path.is_file() or path.is_symlink():
+        return ""
+    with open(path, "rb") as fh:
+        raw = fh.read(201)
+    try:
+        text = raw.decode("utf-8").strip()
+        if len(raw) > 200:
+            raise ValueError("too long")
+        when = dateutil.parser.parse(text)
+    except (ValueError, OverflowError, UnicodeDecodeError) as exc:
+        shown = printable(raw[:60].decode("utf-8", "replace"))
+        return (f"its timestamp.txt is not a date (it holds {shown!r}: {type(exc).__name__}); collect it again "
+                "(nbgrader collect writes the time it was handed in) or write that time there, such as "
+                "2026-12-01 17:00:00.000000 UTC")
+    return "" if when else "its timestamp.txt is empty"
 
 
 def _timed(result: dict, start: float) -> dict:
@@ -309,6 +353,7 @@ def _cell_outputs(record: dict, limits: sandbox.Limits, budget: dict) -> list:
         size = len(json.dumps(out))
         key = "text" if out["output_type"] in ("stream", "error") else "data"
         if budget[key] < size:
+            budget["cut"] = budget.get("cut", 0) + 1
             if not budget.get(f"{key}-noted"):
                 budget[f"{key}-noted"] = True
                 outputs.append({"output_type": "stream", "name": "stdout",
@@ -316,6 +361,8 @@ def _cell_outputs(record: dict, limits: sandbox.Limits, budget: dict) -> list:
             continue
         budget[key] -= size
         outputs.append(out)
+    if data_dropped or any(cut.values()):
+        budget["cut"] = budget.get("cut", 0) + 1
     for name, n in cut.items():
         if n:
             outputs.append({"output_type": "stream", "name": name,
@@ -340,33 +387,61 @@ def _verdict_outputs(verdict, kernel_outputs: list, part: str) -> list:
              "traceback": [f"AssertionError: {message}"]}]
 
 
+def clean_markdown_bounded(sources: list, review: list | None = None) -> list:
+    """The students' markdown texts cleaned (inert.clean_all) in a child process under the limits of
+    `bounded`; over a limit, every text is shown as escaped plain text with a note, and `review` says why."""
+    if not sources:
+        return []
+    try:
+        return bounded.call(inert.clean_all, (sources,), bounded.CLEAN_SECONDS, bounded.CLEAN_MEMORY)
+    except bounded.Exceeded as exc:
+        note = ("Shown as plain text: turning the written answers of this notebook into a page went over the "
+                "limits set for it; your instructor will read them.")
+        if review is not None:
+            review.append(f"written answers shown as plain text: their clean-up {exc}")
+        return [inert.plain_block(text, note) for text in sources]
+
+
 def compose(release: dict, cells: list, run: sandbox.Run, verdicts: dict, parts: dict,
-            limits: sandbox.Limits) -> dict:
-    """The graded notebook: the rebuilt cells, the outputs of the run, and the verdict of every check cell."""
+            limits: sandbox.Limits, review: list | None = None) -> dict:
+    """The graded notebook: the rebuilt cells, the outputs of the run, and the verdict of every check cell;
+    what a person should look at is added to `review`."""
     budget = {"text": NOTEBOOK_TEXT_CAP, "data": NOTEBOOK_DATA_CAP}
     stopped_at = run.where if run.status != "ok" else ""
     trusted = {structure.grade_id(c): c for c in release["cells"] if structure.is_locked(c) or structure.is_check(c)}
     answers = {structure.grade_id(c): c for c in release["cells"] if structure.nbgrader_meta(c).get("solution")}
     prose = {c.get("source") for c in release["cells"]
              if c.get("cell_type") == "markdown" and not structure.grade_id(c)}
-    out_cells = []
-    for index, cell in enumerate(cells):
+    kinds = []   # (mine, untouched) of every cell
+    for cell in cells:
         gid = structure.grade_id(cell)
         if gid is None:   # the release's own text, unchanged, or a cell of the student's
             mine = not (cell.get("cell_type") == "markdown" and cell.get("source") in prose)
         else:
             mine = not (gid in trusted and cell.get("source") == trusted[gid].get("source")
                         and cell.get("cell_type") == trusted[gid].get("cell_type"))
+        kinds.append((mine, mine and gid in answers and cell.get("source") == answers[gid].get("source")))
+    to_clean = [i for i, (cell, (mine, untouched)) in enumerate(zip(cells, kinds, strict=True))
+                if mine and not untouched and cell.get("cell_type") == "markdown"]
+    cleaned = dict(zip(to_clean, clean_markdown_bounded([cells[i].get("source", "") for i in to_clean], review),
+                       strict=True))
+    out_cells = []
+    for index, cell in enumerate(cells):
+        gid = structure.grade_id(cell)
+        mine, untouched = kinds[index]
         if mine:   # the student's text: made inert for the pages rendered from this notebook
             if gid not in answers and gid not in trusted:
                 cell = {**cell, "metadata": {}}
-            untouched = gid in answers and cell.get("source") == answers[gid].get("source")
-            cell = inert.safe_cell(cell, keep_source=untouched)
+            cell = inert.safe_cell(cell, keep_source=untouched, cleaned=cleaned.get(index))
         else:
             cell = dict(cell)
         if cell.get("cell_type") == "code":
             record = run.cells.get(index)
+            was_cut = budget.get("cut", 0)
             kernel = _cell_outputs(record, limits, budget) if record else []
+            if budget.get("cut", 0) > was_cut and review is not None:
+                review.append(f"cell {index}: its outputs were over the sizes kept for grading and were cut "
+                              "(the feedback says where)")
             cell["execution_count"] = record.get("execution_count") if record and isinstance(
                 record.get("execution_count"), int) else None
             gid = structure.grade_id(cell)
@@ -420,8 +495,11 @@ def record(api, course: Path, assignment: str, student: str, notebook: dict) -> 
     (staged / f"{NOTEBOOK}.ipynb").write_text(json.dumps(notebook, indent=1, ensure_ascii=False), encoding="utf-8")
     # Everything else the submission holds goes along (timestamp.txt, the exchange's submission_secret.txt that
     # release_feedback needs, files the student added), as when nbgrader reads submitted/ itself.
-    for other in (course / "submitted" / student / assignment).iterdir():
-        if other.is_file() and not other.is_symlink() and other.suffix != ".ipynb":   # a link is not followed
+    # Only the files the notebook was given (own_files: capped in number and size) and the exchange's own.
+    folder = course / "submitted" / student / assignment
+    names = [folder / n for n in NOT_THE_STUDENTS] + [p for p, _ in own_files(folder)[0]]
+    for other in names:
+        if other.is_file() and not other.is_symlink():   # a link is not followed
             shutil.copy2(other, staged / other.name)
     saved = api.coursedir.submitted_directory
     api.coursedir.submitted_directory = STAGED
@@ -557,6 +635,10 @@ def grade(course: Path, args) -> int:
     except hidden_checks.Unplanned as exc:
         print(f"Cannot grade: {exc}. Without a plan such a cell could only be scored by the student's own kernel.")
         return 2
+    missing = feedback_templates_missing(config)
+    if missing:
+        print(f"Cannot grade: {missing}")
+        return 2
     folders = sorted(p for p in (course / "submitted").glob(f"*/{assignment}") if p.is_dir())
     # An id outside the id rule (ids.py) reaches no gradebook, page or file: its folder is refused, and named.
     refused = [p.parent.name for p in folders if not ids.usable(p.parent.name)]
@@ -629,12 +711,16 @@ def grade(course: Path, args) -> int:
     phases: dict = {}
     if todo:
         t0 = time.monotonic()
-        graded = grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states,
-                           timings)
+        writer = FeedbackWriter(course, assignment, jobs, state_dir, len(todo))   # before any thread starts
+        grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings,
+                  writer.add)
         t1 = time.monotonic()
-        for student in feedback(course, assignment, graded, students, jobs, state_dir):
+        for student, problem in writer.finish().items():
             state = states[student]
-            state["status"] = "FAILED: its feedback page could not be written (see the log)"
+            if problem.startswith("limits: "):
+                state["review"] = state["review"] + [f"feedback: a plain page stands in for it: {problem[8:]}"]
+            else:
+                state["status"] = "FAILED: its feedback page could not be written (see the log)"
             (state_dir / f"{student}.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
         phases = {"grading": t1 - t0, "feedback": time.monotonic() - t1}
     else:
@@ -645,9 +731,11 @@ def grade(course: Path, args) -> int:
     return 1 if refused or any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
 
 
-def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings):
+def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings,
+              recorded=None):
     """Grade `todo` ([(student, fingerprint)]): in `jobs` worker processes (forked before nbgrader is imported
-    here), or in this process for one job; record each result in the gradebook as it arrives."""
+    here), or in this process for one job; record each result in the gradebook as it arrives, and pass each
+    student whose grades were recorded to `recorded` (which writes their feedback meanwhile)."""
 
     def done(result, mine):
         try:
@@ -660,6 +748,8 @@ def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint,
         timings.append(state["seconds"])
         print(f"  graded {printable(result['student']):<24} {state['seconds']:6.1f} s  {printable(state['status'])}",
               flush=True)
+        if recorded is not None and state.get("recorded"):
+            recorded(result["student"])
 
     if jobs == 1:
         worker = Worker(course, assignment, unsafe, limits, seed, 1)
@@ -694,15 +784,12 @@ def finish(api, course: Path, assignment: str, result: dict, mine: str, fingerpr
     for gid, v in result.get("verdicts", {}).items():
         log.append(f"{gid}: {'passed' if v['passed'] else 'failed'}: {v['message']}")
     log.append("--- the sandbox's own output ---\n" + result.get("log", ""))
-    (state_dir / f"{student}.log").write_text(structure.plain("\n".join(log)), encoding="utf-8", errors="replace")
+    (state_dir / f"{student}.log").write_text(printable_log("\n".join(log)), encoding="utf-8", errors="replace")
     state = {"student": student, "status": result["status"], "review": result["review"],
              "put_back": result["put_back"], "submission": mine, "grader": fingerprint,
              "seconds": result["seconds"], "recorded": recorded}
     (state_dir / f"{student}.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
     return state
-
-
-_FEEDBACK: list = []
 
 
 class IdList(str):
@@ -719,58 +806,138 @@ class IdList(str):
         return list(self.items) if sep == "," and maxsplit == -1 else super().split(sep, maxsplit)
 
 
-def _init_feedback(course: Path) -> None:
-    _FEEDBACK.append(course_api(course))
+FEEDBACK_TEMPLATE = Path("feedback") / "mathjax.html.j2"   # replaces nbgrader's loader of MathJax from a CDN
 
 
-def _feedback_chunk(assignment: str, chunk: list, everyone: list) -> dict:
-    """nbgrader generate_feedback for the students of `chunk`, in one run (its templates are built once)."""
-    api = _FEEDBACK[0]
-    wanted = set(chunk)
-    api.coursedir.student_id_exclude = IdList(s for s in everyone if s not in wanted)
-    try:
-        return api.generate_feedback(assignment, force=True)
-    except Exception as exc:  # noqa: BLE001 - reported like nbgrader's own failures, then retried one by one
-        return {"success": False, "log": "", "error": f"{type(exc).__name__}: {_short(exc)}"}
-    finally:
-        api.coursedir.student_id_exclude = ""
+def feedback_templates_missing(config) -> str:
+    """Why the feedback pages would load MathJax from a CDN (no folder of c.HTMLExporter.extra_template_basedirs
+    holds feedback/mathjax.html.j2), or "" when the course's own template is there."""
+    folders = list(config.HTMLExporter.get("extra_template_basedirs", [])) if "HTMLExporter" in config else []
+    if any((Path(f) / FEEDBACK_TEMPLATE).is_file() for f in folders):
+        return ""
+    return (f"no {FEEDBACK_TEMPLATE} in the template folders of nbgrader_config.py "
+            f"(c.HTMLExporter.extra_template_basedirs: {', '.join(map(str, folders)) or 'none'}); without it every "
+            "feedback page would load MathJax from a CDN. Copy normlab_grading/templates/ from the repository's "
+            "assignments/ into the course folder")
 
 
-def feedback(course: Path, assignment: str, students: list, everyone: list, jobs: int, state_dir: Path) -> list:
-    """Feedback pages for `students`, in `jobs` processes at once (forked after nbgrader was imported here).
-    A run that fails is repeated for each of its students alone, so that one page nbgrader cannot write costs
-    no one else theirs; returns the students whose page could not be written."""
-    if not students:
-        return []
-    chunks = [students[i::jobs] for i in range(min(jobs, len(students)))]
-    if len(chunks) == 1:
-        _FEEDBACK[:] = [course_api(course)]
-        results = [_feedback_chunk(assignment, chunks[0], everyone)]
-    else:
-        context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=len(chunks), mp_context=context,
-                                                    initializer=_init_feedback, initargs=(course,)) as pool:
-            results = list(pool.map(_feedback_chunk, [assignment] * len(chunks), chunks,
-                                    [everyone] * len(chunks)))
-    _feedback_log(chunks, results, state_dir)
-    retry = [s for chunk, r in zip(chunks, results, strict=True) if not r.get("success") for s in chunk]
-    if not retry:
-        return []
-    _FEEDBACK[:] = [course_api(course)]
-    alone = [_feedback_chunk(assignment, [s], everyone) for s in retry]
-    _feedback_log([[s] for s in retry], alone, state_dir)
-    page = course / "feedback" / "{}" / assignment / f"{NOTEBOOK}.html"
-    return [s for s, r in zip(retry, alone, strict=True)
-            if not r.get("success") and not Path(str(page).format(s)).is_file()]
+def _feedback_one(api, assignment: str, student: str) -> dict:
+    """nbgrader generate_feedback for one student (run in a bounded child: `bounded.Child`)."""
+    outcome = api.generate_feedback(assignment, glob.escape(student), force=True)
+    return {k: str(outcome.get(k, "")) if k != "success" else bool(outcome.get(k)) for k in ("success", "log", "error")}
 
 
-def _feedback_log(chunks, results, state_dir: Path) -> None:
-    for chunk, result in zip(chunks, results, strict=True):
-        if not result.get("success"):
-            for student in chunk:
+PLAIN_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Feedback: {assignment}</title></head>
+<body><h1>Feedback on {assignment}</h1>
+<p>Your notebook was graded, but its feedback page could not be written within the limits set for writing one
+({why}). Your instructor has been told and will look at your submission.</p></body></html>
+"""
+
+
+def plain_page(course: Path, assignment: str, student: str, why: str) -> Path:
+    """A feedback page with no content of the student's, written in place of the one that went over its limits."""
+    import html
+
+    page = course / "feedback" / student / assignment / f"{NOTEBOOK}.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(PLAIN_PAGE.format(assignment=html.escape(assignment), why=html.escape(why)), encoding="utf-8")
+    return page
+
+
+def feedback(course: Path, assignment: str, students: list, everyone: list, jobs: int, state_dir: Path,
+             seconds: float = bounded.FEEDBACK_SECONDS, memory: int = bounded.FEEDBACK_MEMORY,
+             incoming: bounded.Lines | None = None, total: int | None = None) -> dict:
+    """Feedback pages for `students`, and for those `incoming` names as they are graded, each written alone in
+    a child process under a time and a memory limit (`bounded`), `jobs` at a time, each reported as it is
+    done. A page over its limits is replaced by a plain one saying so. Returns {student: what went wrong} for
+    the pages that are not nbgrader's own: "limits: ..." when a plain page stands in for it, "failed: ..."
+    when nbgrader could not write it."""
+    waiting = list(students)
+    if not waiting and incoming is None:
+        return {}
+    total = total or len(waiting)
+    api = course_api(course)   # built once here; every child inherits it
+    running, problems, done = {}, {}, 0
+    print(f"writing {total} feedback page(s), {jobs} at a time, each within {seconds:g} s and "
+          f"{memory >> 20} MB", flush=True)
+    while waiting or running or (incoming is not None and not incoming.done):
+        while waiting and len(running) < jobs:
+            student = waiting.pop(0)
+            child = bounded.Child(_feedback_one, (api, assignment, student), seconds, memory)
+            running[child] = (student, time.monotonic())
+        bounded.wait(list(running), (incoming,) if incoming is not None else ())
+        if incoming is not None:
+            waiting += incoming.items
+            incoming.items = []
+        for child in [c for c in running if c.done]:
+            student, begun = running.pop(child)
+            done += 1
+            try:
+                outcome = child.result()
+            except bounded.Exceeded as exc:
+                why = f"writing it {exc}"
+                plain_page(course, assignment, student, why)
+                problems[student] = f"limits: {why}"
+                outcome = {"success": False, "log": "", "error": f"a plain page was written instead: {why}"}
+            else:
+                page = course / "feedback" / student / assignment / f"{NOTEBOOK}.html"
+                if not outcome.get("success") and not page.is_file():
+                    problems[student] = f"failed: {outcome.get('error', '')[:300]}"
+            if not outcome.get("success"):
                 with open(state_dir / f"{student}.log", "a", encoding="utf-8") as fh:
-                    fh.write(f"\nnbgrader generate_feedback (for {', '.join(chunk)}) reported a failure:\n"
-                             f"{result.get('log', '')}\n{result.get('error', '')}")
+                    fh.write(printable_log(f"\nnbgrader generate_feedback reported a failure:\n"
+                                           f"{outcome.get('log', '')}\n{outcome.get('error', '')}"))
+            print(f"  feedback {done:>4}/{max(total, done)} {printable(student):<24} "
+                  f"{time.monotonic() - begun:6.1f} s  {printable(problems.get(student, 'written'))}", flush=True)
+    return problems
+
+
+class FeedbackWriter:
+    """Feedback written while grading goes on: a process forked before the graders start (so that it holds no
+    thread of theirs) takes each student as their grades are recorded (`add`) and writes their page with
+    `feedback`; `finish` waits for the last page and returns what `feedback` returns."""
+
+    def __init__(self, course: Path, assignment: str, jobs: int, state_dir: Path, total: int,
+                 seconds: float = bounded.FEEDBACK_SECONDS, memory: int = bounded.FEEDBACK_MEMORY):
+        names_r, names_w = os.pipe()
+        back_r, back_w = os.pipe()
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(names_w)
+            os.close(back_r)
+            code = 0
+            try:
+                problems = feedback(course, assignment, [], [], jobs, state_dir, seconds, memory,
+                                    incoming=bounded.Lines(names_r), total=total)
+                with os.fdopen(back_w, "w") as fh:
+                    fh.write(json.dumps(problems))
+            except BaseException:  # noqa: BLE001 - the parent reports every page as not written
+                import traceback
+
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        os.close(names_r)
+        os.close(back_w)
+        self.pid, self.names, self.back, self.added = pid, names_w, back_r, []
+
+    def add(self, student: str) -> None:
+        self.added.append(student)
+        os.write(self.names, (json.dumps(student) + "\n").encode())
+
+    def finish(self) -> dict:
+        os.close(self.names)
+        with os.fdopen(self.back) as fh:
+            text = fh.read()
+        os.waitpid(self.pid, 0)
+        try:
+            return json.loads(text)
+        except ValueError:
+            return {s: "failed: the process writing the feedback pages ended early" for s in self.added}
 
 
 def report(course, assignment, students, states, csv_path, state_dir, timings, elapsed, jobs, phases,
@@ -799,7 +966,8 @@ def report(course, assignment, students, states, csv_path, state_dir, timings, e
         print(f"\ngraded {len(timings)} submission(s) in {elapsed:.1f} s with {jobs} worker(s): "
               f"{sum(timings) / len(timings):.2f} s per submission on average (max {max(timings):.2f} s); "
               f"running and judging, with the gradebook records: {phases.get('grading', 0):.1f} s, "
-              f"feedback: {phases.get('feedback', 0):.1f} s")
+              f"feedback: {phases.get('feedback', 0):.1f} s after the last grade (each page is written as soon as "
+              "its grades are recorded, beside the grading)")
     failed = {s: states[s]["status"] for s in students if states[s]["status"].startswith("FAILED")}
     if failed:
         print(f"\n{len(failed)} submission(s) FAILED TO GRADE (their grades.csv rows have no score):")

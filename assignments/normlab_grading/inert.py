@@ -76,6 +76,18 @@ def clean_markdown(markdown: str) -> str:
     return html_block(cleaned, MARK)
 
 
+def clean_all(sources: list) -> list:
+    """clean_markdown of every text in `sources`, in order (one call, so that it can run under one limit)."""
+    return [clean_markdown(text) for text in sources]
+
+
+def plain_block(markdown: str, note: str) -> str:
+    """The student's markdown as escaped plain text under a note, for text the clean-up could not finish on:
+    escaping is linear in the text's length and needs no parser."""
+    text = html.escape(markdown[:20_000]) + ("&#10;[...]" if len(markdown) > 20_000 else "")
+    return html_block(f"<p><strong>{html.escape(note)}</strong></p><pre>{text}</pre>", MARK)
+
+
 def html_block(rendered: str, css_class: str) -> str:
     """Rendered HTML as one markdown HTML block, `<div class=...>` on one line: a blank line would end the block
     and let the next renderer read the rest as markdown."""
@@ -86,9 +98,10 @@ def is_cleaned(source: str) -> bool:
     return source.startswith(f'<div class="{MARK}">')
 
 
-def safe_cell(cell: dict, keep_source: bool = False) -> dict:
+def safe_cell(cell: dict, keep_source: bool = False, cleaned: str | None = None) -> dict:
     """A student's cell with inert markdown and metadata; `keep_source` leaves an untouched answer's text as it
-    is (nbgrader tells an unchanged written answer by its checksum)."""
+    is (nbgrader tells an unchanged written answer by its checksum); `cleaned` is its markdown already cleaned
+    (`clean_all`, `plain_block`)."""
     cell = dict(cell)
     meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
     cell["metadata"] = {"nbgrader": meta["nbgrader"]} if isinstance(meta.get("nbgrader"), dict) else {}
@@ -100,6 +113,6 @@ def safe_cell(cell: dict, keep_source: bool = False) -> dict:
         cell.pop("outputs", None)
         cell.pop("execution_count", None)
     elif cell.get("cell_type") == "markdown" and not keep_source:
-        cell["source"] = clean_markdown(cell.get("source", ""))
+        cell["source"] = cleaned if cleaned is not None else clean_markdown(cell.get("source", ""))
     return cell
 

@@ -338,24 +338,48 @@ def plan_ex2_check(ctx: Context) -> Plan:
     x, dy, gamma = draws.vector(12), draws.vector(12), draws.vector(6, 0.5, 1.5)
     args = (arr(dy, shape), arr(x, shape), arr(gamma), 1e-5)
 
-    def honest(result):
-        gap = real(value_of(result, "gradient_gap"), "2(c): gradient_gap")
-        if not 0.0 < gap < 1e-6:
-            what = "exactly 0" if gap == 0 else "a gap not between 0 and 1e-6"
-            raise CheckFailed(f"2(c): gradient_gap gives {what} on hidden inputs where your two gradients should "
-                              "agree to well under 1e-6 but not exactly")
+    # gradient_gap is judged against what the student's own rmsnorm_backward returns on the same inputs (a case
+    # before the others asks for it), and the true gradient for the numeric side: a correct central difference
+    # agrees with it to ~1e-10, far inside the tolerance. With one of the two functions made 1.5 times too large,
+    # the gap must be what that gives, so that telling the spoiled calls apart earns nothing.
+    truth = np.array(backward_reference(shape, x, dy, gamma, 1e-5))
+    seen: dict = {}   # the student's analytic gradient, set by the first call for each submission judged
 
-    def spoiled(name):
+    def own_backward(result):
+        seen["analytic"] = None
+        try:
+            seen["analytic"] = np.array(array(value_of(result, "rmsnorm_backward"), shape, "rmsnorm_backward"))
+        except CheckFailed:
+            pass
+
+    def gap_of(expected, problem):
         def verify(result):
             gap = real(value_of(result, "gradient_gap"), "2(c): gradient_gap")
-            if not gap > 1e-3:
-                raise CheckFailed(f"2(c): gradient_gap does not change when {name} is wrong; it must compute both "
-                                  "gradients with your functions and compare them")
+            analytic = seen.get("analytic")
+            if analytic is None or not np.all(np.isfinite(analytic)):   # judged against the true gradient
+                analytic = truth
+            want = float(np.max(np.abs(expected(analytic))))
+            if not (gap > 0.0 and abs(gap - want) <= 1e-3 * want + 1e-6):
+                raise CheckFailed(problem(gap, want))
         return verify
 
-    cases = [Case(get("max_abs_diff"), stored, False), Case(call("gradient_gap", *args), honest)]
-    for name in ("rmsnorm_backward", "central_difference"):
-        cases.append(Case(call("gradient_gap", *args, replace={name: 1.5}), spoiled(name)))
+    def not_honest(gap, want):
+        if want < 1e-6:
+            what = "exactly 0" if gap == 0 else "a gap not between 0 and 1e-6"
+            return (f"2(c): gradient_gap gives {what} on hidden inputs where your two gradients should agree to "
+                    "well under 1e-6 but not exactly")
+        return ("2(c): gradient_gap on hidden inputs is not the largest |analytic - numeric| that your two "
+                "functions give there")
+
+    honest = gap_of(lambda a: a - truth, not_honest)
+    cases = [Case(get("max_abs_diff"), stored, False), Case(call("rmsnorm_backward", *args), own_backward),
+             Case(call("gradient_gap", *args), honest)]
+    for name, expected in (("rmsnorm_backward", lambda a: 1.5 * a - truth),
+                           ("central_difference", lambda a: a - 1.5 * truth)):
+        cases.append(Case(call("gradient_gap", *args, replace={name: 1.5}),
+                          gap_of(expected, lambda gap, want, name=name: (
+                              f"2(c): gradient_gap does not change when {name} is wrong as it should; it must "
+                              "compute both gradients with your functions and compare them"))))
     return Plan("test_ex2_check", "2(c)", cases)
 
 

@@ -45,6 +45,16 @@ _type = type
 _isinstance = isinstance
 _import_module = importlib.import_module
 _encode_line, _decode_line, _group_record = wire.encode_line, wire.decode_line, wire.group_record
+_current_frames = sys._current_frames
+_get_ident = __import__("threading").get_ident
+_sleep = time.sleep
+try:
+    import ctypes as _ctypes
+
+    _async_exc = _ctypes.pythonapi.PyThreadState_SetAsyncExc
+    _async_exc.argtypes = [_ctypes.c_ulong, _ctypes.py_object]
+except Exception:  # noqa: BLE001 - no ctypes here: threads are bounded by the sandbox's process limit only
+    _async_exc = None
 
 RESULT_FD = [3]  # the grader says which descriptor it passed (the first line of fd 0)
 MAX_ITEMS = wire.MAX_ITEMS
@@ -283,9 +293,28 @@ class Alarm:
         signal.signal(signal.SIGALRM, self.previous or signal.SIG_DFL)
 
 
+def stop_threads(before) -> int:
+    """Raise SystemExit in every thread not in `before` (thread ids), a few times over a short while, so that
+    threads a cell started do not outlive it: fifty threads spinning in Python would otherwise take the GIL from
+    every later cell and check. Returns how many threads there were to stop."""
+    if _async_exc is None:
+        return 0
+    mine = _get_ident()
+    found = [t for t in _current_frames() if t not in before and t != mine]
+    for _ in range(50):
+        alive = [t for t in found if t in _current_frames()]
+        if not alive:
+            break
+        for tid in alive:
+            _async_exc(tid, SystemExit)
+        _sleep(0.01)
+    return len(found)
+
+
 def run_cells(shell, job: dict) -> None:
     limit = float(job["cell_limit"])
     alarm = Alarm(KeyboardInterrupt)
+    threads = set(_current_frames())   # the runner's own (and IPython's) threads, before any cell ran
     for cell in job["cells"]:
         capture = Capture(job["text_cap"], job["data_cap"])
         CURRENT[0] = capture
@@ -299,6 +328,11 @@ def run_cells(shell, job: dict) -> None:
                 alarm.stop()
         except KeyboardInterrupt:  # the alarm fired outside IPython's own handler
             capture.add({"output_type": "error", "ename": "KeyboardInterrupt", "evalue": "", "traceback": []})
+        stopped = stop_threads(threads)
+        if stopped:
+            capture.add({"output_type": "stream", "name": "stderr",
+                         "text": f"[{stopped} thread(s) started by this cell were stopped when it ended: when the "
+                                 "notebook is graded, threads do not outlive their cell]\n"})
         elapsed = _monotonic() - start
         CURRENT[0] = None
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import re
 
 CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")   # nbformat's pattern (an id lands in the HTML pages)
@@ -74,11 +75,27 @@ def plain(value, max_depth: int | None = None):
     return root[0]
 
 
-def load(path) -> dict:
+NOTEBOOK_BYTES = 20_000_000   # the largest notebook file read (nbgrader itself accepts 100 MB)
+DEPTH = 64                    # the deepest nesting of values read (a notebook's own metadata is < 10 deep)
+
+
+def load(path, max_bytes: int = NOTEBOOK_BYTES) -> dict:
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise Unreadable(f"cannot be read as a notebook ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if size > max_bytes:
+        raise Unreadable(f"is {size:,} bytes, more than the {max_bytes:,} a notebook may have to be graded "
+                         "(outputs saved in it count too: clear them and hand it in again)")
     try:
         with open(path, encoding="utf-8") as fh:
-            nb = plain(json.load(fh))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            nb = plain(json.load(fh), max_depth=DEPTH)
+    except RecursionError:
+        raise Unreadable(f"holds values nested too deeply to read (at most {DEPTH} levels are allowed)") from None
+    except TooDeep:
+        raise Unreadable(f"holds values (in its metadata or outputs) nested more than {DEPTH} levels deep; "
+                         f"at most {DEPTH} are allowed") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise Unreadable(f"cannot be read as a notebook ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list) or nb.get("nbformat") != 4:
         raise Unreadable("is not a Jupyter notebook in format 4")
