@@ -156,3 +156,12 @@ def test_a_kernel_that_exits_while_frames_are_drawn_ahead_sends_nothing_after_th
     assert 1 <= int(at_stop) < 6, line      # some frames ahead went out, not all six
     assert later == at_stop, f"{int(later) - int(at_stop)} frames sent after the library stopped: {line}"
     assert workers == "[]" and last == "drawn", line    # the worker ended, after finishing its frame
+
+
+def test_save_png_writes_the_frame_the_figure_shows(view, tmp_path):
+    receive(view, {"want": "3,1,1", "layout": "wide", "view": "a"})
+    assert view.wait()
+    out = view.save_png(tmp_path / "shown.png")
+    assert out.read_bytes() == toy().render(scale=4.0, count=2, kind="band", x=[0.0, 4.0, 1.0]).png
+    with pytest.raises(TypeError, match="path must be a file name"):
+        view.save_png(3)
