@@ -28,18 +28,18 @@ pytestmark = pytest.mark.lab
 SHOTS = Path(os.environ.get("NORMLAB_LIVE_SHOTS", SCREENSHOTS / "live"))
 NB = "zz_reopen.ipynb"
 LONG = 12   # seconds the long cell runs (a stand-in for a train() call: the kernel is inside a cell)
-CELLS = [("markdown", "The input has {eval}`n` numbers."),
-         ("code", "n = 4\nfrom normlab_core.display import show"),
+CELLS = [("code", "n = 4\nfrom normlab_core.display import show"),
+         ("markdown", "The input has {eval}`n` numbers."),
          ("code", "show('pre_post_fd_error')"),
          ("code", f"import time\nfor _ in range({LONG * 10}):\n    time.sleep(0.1)\nprint('cell done')")]
 ROOT = ".jp-NotebookPanel:not(.lm-mod-hidden) .normlab-live"
 FALLBACK = ".jp-NotebookPanel:not(.lm-mod-hidden) .nl-fallback"
 
 # What the visible outputs of the current notebook are: live widgets, static fallback figures
-JS_FACES = """() => {
+JS_FACES = f"""() => {{
   const shown = (sel) => Array.from(document.querySelectorAll(sel)).filter((n) => n.checkVisibility()).length;
-  return {live: shown(%r), fallback: shown(%r)};
-}""" % (ROOT, FALLBACK)
+  return {{live: shown({ROOT!r}), fallback: shown({FALLBACK!r})}};
+}}"""
 
 # The state the kernel's view last drew, as JSON
 DRAWN = ("import json as _j, normlab_core.interactive.live as _l\n_v = _l.views()[-1]; _v.wait()\n"
