@@ -99,6 +99,11 @@ def shoot(page: LabPage, name: str) -> None:
         p.evaluate("(mode) => { const s = window.jupyterapp.shell; s.mode = mode; "
                    "if (mode === 'single-document') { s.collapseLeft(); s.collapseRight(); } }", mode)
         p.wait_for_timeout(400)
+        try:   # the narrow layout's frame, once drawn (a dead kernel draws none: then the one held is shown)
+            p.wait_for_function(f"() => !document.querySelector({ROOT!r})?.classList.contains('nl-loading')",
+                                timeout=15000)
+        except Exception:  # noqa: BLE001 - a screenshot of the wait is still a screenshot
+            pass
         target = p.query_selector(ROOT) or p.query_selector(FALLBACK)
         if target:
             target.scroll_into_view_if_needed()
@@ -211,6 +216,7 @@ def test_after_a_restart_the_figure_says_run_all_and_run_all_brings_it_back(lab)
     status = p.evaluate(f"() => document.querySelector({ROOT!r} + ' .nl-status').textContent")
     shoot(page, "restarted")
     assert "run the notebook from the top (Run > Run All Cells)" in status, status
+    assert p.query_selector(ROOT + " button.nl-save").is_enabled(), "the frame shown can still be saved"
     run_setup(page)   # what the message says: every cell from the top (the long one is not needed)
     assert faces(page) == {"live": 1, "fallback": 0}
     move(page, "Home")
