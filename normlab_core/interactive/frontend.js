@@ -264,7 +264,7 @@ function render({ model, el }) {
     el.classList.add("nl-dead");
     if (el.contains(document.activeElement)) document.activeElement.blur();
     el.querySelectorAll(".nl-controls, .nl-presets").forEach((n) => { n.inert = true; });   // no focus, no keys
-    el.querySelectorAll("input, select, button:not(.nl-save), [tabindex]").forEach((n) => {
+    el.querySelectorAll("input, select, button, [tabindex]").forEach((n) => {
       if ("disabled" in n) n.disabled = true;
       n.setAttribute("aria-disabled", "true");
     });
