@@ -5,6 +5,7 @@ binary messages, errors shown on the figure, the fallback figure a reopened note
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,3 +157,45 @@ def test_a_kernel_that_exits_while_frames_are_drawn_ahead_sends_nothing_after_th
     assert 1 <= int(at_stop) < 6, line      # some frames ahead went out, not all six
     assert later == at_stop, f"{int(later) - int(at_stop)} frames sent after the library stopped: {line}"
     assert workers == "[]" and last == "drawn", line    # the worker ended, after finishing its frame
+
+
+def test_save_png_writes_the_frame_the_figure_shows(view, tmp_path):
+    receive(view, {"want": "3,1,1", "layout": "wide", "view": "a"})
+    assert view.wait()
+    out = view.save_png(tmp_path / "shown.png")
+    assert out.read_bytes() == toy().render(scale=4.0, count=2, kind="band", x=[0.0, 4.0, 1.0]).png
+    with pytest.raises(TypeError, match="path must be a file name"):
+        view.save_png(3)
+
+
+def _notebook_with_a_quoted_number(data: dict):
+    import nbformat
+
+    md = nbformat.v4.new_markdown_cell("The input has {eval}`n` numbers.")
+    # as JupyterLab 4 saves a Markdown cell whose expression it evaluated: `trusted: false`, the result beside it
+    md.metadata.update(trusted=False, user_expressions=[{"expression": "n", "result": {"status": "ok",
+                                                                                        "data": data}}])
+    code = nbformat.v4.new_code_cell("n = 4", outputs=[nbformat.v4.new_output(
+        "display_data", {"text/html": "<b>4</b>", "text/plain": "4"})])
+    code.metadata["trusted"] = True
+    return nbformat.v4.new_notebook(cells=[code, md])
+
+
+def test_the_learners_notary_signs_a_run_notebook_whose_quoted_numbers_are_plain_text(tmp_path):
+    """A notebook run and saved in `make lab` opens trusted again (so its live views come back): the learners'
+    server signs it although JupyterLab marks its Markdown cells untrusted; a quoted result in HTML still needs the
+    cell's own trust. Fix in lab/normlab_notary.py."""
+    import sys
+
+    import nbformat
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lab"))
+    from normlab_notary import NormlabNotary
+
+    notary = NormlabNotary(data_dir=str(tmp_path))
+    nb = _notebook_with_a_quoted_number({"text/plain": "4"})
+    assert notary.check_cells(nb)
+    notary.sign(nb)
+    reread = nbformat.reads(nbformat.writes(nb), 4)   # as saved to disk and opened again
+    assert notary.check_signature(reread)
+    assert not notary.check_cells(_notebook_with_a_quoted_number({"text/html": "<b>4</b>", "text/plain": "4"}))

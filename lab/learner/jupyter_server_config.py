@@ -11,7 +11,7 @@ import sys
 
 from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # lab/, for normlab_csp
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # lab/: normlab_csp, normlab_notary
 import normlab_csp  # noqa: E402
 
 

@@ -230,6 +230,22 @@ function explorable(root, spec, source) {
 }
 
 // -- the live face: an anywidget view over the kernel's LiveView ----------------------------------------------
+// A button under the figure that saves the frame shown as a PNG file (the bytes the kernel drew, from the image's
+// blob: URL), named after the explorable and its state; the kernel's LiveView.save_png(path) writes the same file.
+function saveButton(el, name) {
+  const save = () => {
+    const img = el.querySelector("img.nl-frame"), key = (el.dataset.shown || "").replace(/[^0-9a-z.=-]+/gi, "_");
+    if (!img || !img.src) return;
+    const link = make("a", { href: img.src, download: `${name}${key ? `-${key}` : ""}.png` });
+    document.body.append(link);
+    link.click();
+    link.remove();
+  };
+  el.querySelector(".nl-figure").append(make("div", { class: "nl-tools" },
+    make("button", { type: "button", class: "nl-save", title: "Save the figure shown as a PNG file", onclick: save },
+      "Save PNG")));
+}
+
 function render({ model, el }) {
   const view = Math.random().toString(36).slice(2), table = new Map();
   let waiting = 0, dead = false;
@@ -266,6 +282,7 @@ function render({ model, el }) {
   };
   const ui = explorable(el, { ...model.get("spec"), live: true }, source);
   el.classList.add("normlab-live");
+  saveButton(el, model.get("spec").name);
   el.setAttribute("data-lm-suppress-shortcuts", "true");   // keys in here are the controls', not JupyterLab's
   const own = (e) => e.stopPropagation();   // (the notebook would take the arrow keys from a slider)
   const fromKernel = () => {

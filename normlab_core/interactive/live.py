@@ -19,6 +19,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 
 import anywidget
 import traitlets
@@ -167,6 +168,14 @@ class LiveView(anywidget.AnyWidget):
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
+
+    def save_png(self, path) -> Path:
+        """Write the frame last drawn for a view (the one the figure shows) to `path` as PNG; returns the path."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__} {path!r}")
+        path = Path(path)
+        path.write_bytes(self.png)
+        return path
 
     def wait(self, timeout: float = 10.0) -> bool:
         """Block until no request waits and the worker is idle (False on timeout); for tests."""
