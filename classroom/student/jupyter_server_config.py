@@ -14,3 +14,5 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "lab")) 
 import normlab_csp  # noqa: E402
 
 normlab_csp.configure(c)
+# The learners' notary (lab/normlab_notary.py, enabled in jupyter_server_config.d/): a notebook a student ran and
+# saved opens trusted again, so its live views come back after a reload or in a second tab.
