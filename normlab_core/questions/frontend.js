@@ -170,6 +170,8 @@ function buildQuestion(section, q, index) {
 function build(el, spec) {
   el.classList.add("nl-questions-ready");
   const wrap = make("div", "nl-q-list");
+  wrap.append(make("p", "nl-q-intro", "Pick or type an answer, then press Check (or Enter) to see why. Your answers " +
+                   "stay in this browser."));
   wrap.append(make("p", "nl-q-print-note", "The answers follow each question."));
   spec.questions.forEach((q, i) => wrap.append(buildQuestion(spec.section, q, i)));
   el.append(wrap);
