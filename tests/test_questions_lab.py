@@ -25,6 +25,7 @@ def lab():
     with LabServer(notebooks=[]) as server, sync_playwright() as pw:
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
             f'from normlab_core.questions import show_questions\n\nshow_questions("{SECTION}")')])
+        nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nbformat.write(nb, server.root / NAME)
         browser = launch(pw, executable)
         page = LabPage(browser, server)
@@ -72,9 +73,12 @@ def test_questions_in_jupyterlab(lab):
     assert n.get_attribute("data-state") == "right"
     assert n.locator(".nl-q-feedback").inner_text().startswith("Right")
 
-    # JupyterLab reloaded: the widget is drawn again from the kernel, and the answers come back
+    # JupyterLab reloaded and the notebook run again: the answers come back (kept in the browser, not the kernel)
     page.page.reload(wait_until="load")
     page.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60000)
+    page.page.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
+    page.open(NAME)
+    page.run_all()
     page.page.locator(f"{ROOT} .nl-q-item").first.wait_for(timeout=60000)
     c, n = item(page, choice.id), item(page, number.id)
     assert c.get_attribute("data-state") == "wrong"

@@ -43,12 +43,13 @@ function judge(q, answer) {
     const v = parseNumber(answer);
     if (Number.isNaN(v)) return null;
     const ok = Math.abs(v - q.answer) <= q.tol;
-    return {ok, text: ok ? `Right: ${q.key}.` : `Not quite: the answer is ${q.key}, and ${answer.trim()} is off by more than ${q.tol}.`};
+    return {ok, text: ok ? `Right: ${q.key}.` : `Not quite: the answer is ${q.key}; ${answer.trim()} is off by more than ${q.tol}.`};
   }
   const pick = Number(answer);
   const ok = pick === q.answer;
   const why = (q.why && q.why[pick]) ? " " + q.why[pick] : "";
-  return {ok, text: ok ? `Right: ${q.key}.${why}` : `Not quite: the answer is "${q.key}".${why}`};
+  const key = /[.!?]$/.test(q.key) ? q.key : q.key + ".";
+  return {ok, text: ok ? `Right: ${key}${why}` : `Not quite. The answer: ${key}${why}`};
 }
 
 let counter = 0;
