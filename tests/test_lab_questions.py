@@ -1,7 +1,7 @@
 """"Check yourself" in JupyterLab, in Chromium, under the lab's Content-Security-Policy (lab/normlab_csp.py: no
 inline script runs): the cell `show_questions(label)` shows the same questions as the book, built by the same
 frontend.js (an anywidget), answered right and wrong with feedback, kept over a reload of JupyterLab, and usable
-from the keyboard. Run: `.venv/bin/pytest -p no:cacheprovider tests/test_questions_lab.py`."""
+from the keyboard. Run: `.venv/bin/pytest -p no:cacheprovider tests/test_lab_questions.py`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from normlab_core import questions as Q
 SECTION = "23.4"
 NAME = "zz_questions.ipynb"
 ROOT = ".jp-Notebook .nl-questions"
+pytestmark = pytest.mark.lab
 
 
 @pytest.fixture(scope="module")

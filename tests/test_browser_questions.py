@@ -12,6 +12,7 @@ from scripts.add_question_cells import sections
 
 PAGES = {label: f"notebooks/{stem}" for stem, label in sections().items()}
 SECTION = "23.4"     # the section the interaction tests answer
+pytestmark = pytest.mark.browser
 
 
 def block(tab, label):
