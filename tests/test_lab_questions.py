@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-
 from browser_support import chromium_or_skip
 from lab_support import LabPage, LabServer, launch, server_tracebacks
+
 from normlab_core import questions as Q
 
 SECTION = "23.4"

@@ -66,9 +66,9 @@ def numeric_grad(f, x, h=1e-6):
 
 def runs():
     import gzip
+    from pathlib import Path
 
     from normlab_core import data as data_module
-    from pathlib import Path
 
     path = Path(data_module.__file__).parent / "experiments.json.gz"
     return json.loads(gzip.decompress(path.read_bytes()))["runs"]
@@ -76,7 +76,8 @@ def runs():
 
 def solved_count(placement, depth, lr, warmup):
     got = [r for r in runs() if set(r["config"]) <= {"placement", "depth", "final_norm"}   # the plain LayerNorm runs
-           and r["config"]["placement"] == placement and r["config"]["depth"] == depth and r["lr"] == lr and r["warmup"] == warmup and r.get("steps", 500) == 500]
+           and r["config"]["placement"] == placement and r["config"]["depth"] == depth
+           and r["lr"] == lr and r["warmup"] == warmup and r.get("steps", 500) == 500]
     return sum(r["outcome"] == "solved" for r in got), len(got)
 
 
@@ -95,8 +96,9 @@ def _axes():
         return (x - m) / np.sqrt(((x - m) ** 2).mean(axes, keepdims=True))
 
     bt, d = (0, 1), (2,)
-    return [np.allclose(bn, by(bt)) and np.allclose(lnorm, by(d)), np.allclose(bn, by(d)) and np.allclose(lnorm, by(bt)),
-            np.allclose(bn, by(d)) and np.allclose(lnorm, by(d)), np.allclose(bn, by(bt)) and np.allclose(lnorm, by(bt))]
+    b = {k: np.allclose(bn, by(a)) for k, a in (("bt", bt), ("d", d))}
+    lay = {k: np.allclose(lnorm, by(a)) for k, a in (("bt", bt), ("d", d))}
+    return [b["bt"] and lay["d"], b["d"] and lay["bt"], b["d"] and lay["d"], b["bt"] and lay["bt"]]
 
 
 def _batchmates():
@@ -176,8 +178,8 @@ def _token():
 
 def _every_cell():
     grid = {(r["config"]["depth"], r["lr"], r["warmup"]) for r in runs()
-            if set(r["config"]) <= {"placement", "depth", "final_norm"} and r["config"]["depth"] in (2, 6, 12, 24) and r["lr"] in (0.001, 0.003, 0.01)
-            and r["warmup"] in (0.0, 0.15)}
+            if set(r["config"]) <= {"placement", "depth", "final_norm"} and r["config"]["depth"] in (2, 6, 12, 24)
+            and r["lr"] in (0.001, 0.003, 0.01) and r["warmup"] in (0.0, 0.15)}
     ok = {p: all(s == n > 0 for s, n in (solved_count(p, *c) for c in grid)) for p in ("pre", "post")}
     return [ok["pre"] and not ok["post"], ok["post"] and not ok["pre"], ok["pre"] and ok["post"],
             not ok["pre"] and not ok["post"]]
@@ -197,16 +199,18 @@ CHECKS = {
     "23.1-post-flat": lambda: (lambda n: [n[-1] > 2 * n[0], abs(n[-1] / n[0] - 1) < 1e-3, n[-1] < 0.5 * n[0]])(
         [np.linalg.norm(rmsnorm_stack(np.array([1.0, 2.0, 3.0, 4.0]), d, "post", b=0.0)) for d in (1, 48)]),
     "23.1-pre-wiring": lambda: [np.allclose(rmsnorm_stack(x0, 1, "pre"), f(x0)) for f in (
-        lambda h: h + (0.5 * rms(h, 1e-6) + 0.1), lambda h: rms(h + 0.5 * h + 0.1, 1e-6), lambda h: 0.5 * rms(h, 1e-6) + 0.1)],
+        lambda h: h + (0.5 * rms(h, 1e-6) + 0.1), lambda h: rms(h + 0.5 * h + 0.1, 1e-6),
+        lambda h: 0.5 * rms(h, 1e-6) + 0.1)],
     "23.2-gain-up": lambda: math.exp(24 * math.log(1.1)),
     "23.2-gain-down": lambda: math.ceil(math.log(0.1) / math.log(0.95)),
     "23.2-axes": _axes,
     "23.2-batchmates": _batchmates,
     "23.3-variance": lambda: float(np.sum((A - A.sum() / 6) ** 2) / 6),
-    "23.3-shift": lambda: (lambda s0, s1: [math.isclose(s1, s0), math.isclose(s1, s0 + 1000), math.isclose(s1, 1000 * s0),
+    "23.3-shift": lambda: (lambda s0, s1: [math.isclose(s1, s0), math.isclose(s1, s0 + 1000),
+                                           math.isclose(s1, 1000 * s0),
                                            s0 < s1 < 1.5 * s0 and not math.isclose(s1, s0)])(A.std(), SHIFT.std()),
-    "23.3-scale": lambda: (lambda r: [math.isclose(r, 10), math.isclose(r, 100), math.isclose(r, 1), math.isclose(r, 10 ** 0.5)])(
-        (10 * A).var() / A.var()),
+    "23.3-scale": lambda: (lambda r: [math.isclose(r, 10), math.isclose(r, 100), math.isclose(r, 1),
+                                      math.isclose(r, 10 ** 0.5)])((10 * A).var() / A.var()),
     "23.3-span": lambda: 5 / math.sqrt(35 / 12),
     "23.4-offset": lambda: (lambda y0, y1: [np.allclose(y0, y1), np.allclose(y1, y0 + 50),
                                             np.all(np.abs(y1) < np.abs(y0)) and not np.allclose(y0, y1)])(
@@ -221,12 +225,13 @@ CHECKS = {
         lambda v: v / np.sqrt(v.var() + 1e-5))])(np.array([3.0, -1.0, 4.0, 1.5])),
     "23.5-rms": lambda: math.sqrt((7.0 ** 2 + 1.0) / 2),
     "23.5-far": lambda: (lambda y, y0, yl: [bool(np.all(np.abs(y - 1) < 0.01)), np.allclose(y, y0),
-                                            bool(np.all(np.abs(y) < 0.01)), math.isclose(np.ptp(y), np.ptp(yl), rel_tol=0.1)])(
+                                            bool(np.all(np.abs(y) < 0.01)),
+                                            math.isclose(np.ptp(y), np.ptp(yl), rel_tol=0.1)])(
         FAR, rms(np.array([-1.0, 2.0, -3.0, 1.0]), 1e-5), ln(np.array([-1.0, 2.0, -3.0, 1.0]), 1e-5)),
     "23.6-centred": lambda: (lambda x: (lambda a, b: [np.allclose(a, b), np.all(np.abs(b) > np.abs(a) * 1.01),
                                                        np.all(np.abs(b) < np.abs(a) * 0.99), np.allclose(a, 0)])(
         ln(x, 1e-5), rms(x, 1e-5)))(np.array([-1.5, 0.5, 2.0, -1.0])),
-    "23.6-offset": lambda: (lambda x: (lambda r, l: [r and not l, l and not r, r and l, not r and not l])(
+    "23.6-offset": lambda: (lambda x: (lambda r, c: [r and not c, c and not r, r and c, not r and not c])(
         not np.allclose(rms(x, 1e-5), rms(x + 10, 1e-5)), not np.allclose(ln(x, 1e-5), ln(x + 10, 1e-5))))(
         np.array([-1.5, 0.5, 2.0, -1.0])),
     "23.6-keep": lambda: 4 / 5,
@@ -284,7 +289,7 @@ def test_numbers_have_typical_wrong_answers_outside_their_tolerance():
     """A tolerance wide enough to pass the misconception would make the question pointless."""
     wrong = {"23.1-compound": 1 + 0.5 * 10, "23.2-gain-up": 1 + 0.1 * 24, "23.3-variance": 17.5 / 5,
              "23.4-root-eps": 1.0, "23.4-params": 512, "23.5-rms": 4.0, "23.6-keep": 0.75}
-    for label, q in ALL:
+    for _, q in ALL:
         if q.id in wrong:
             assert not q.accepts(wrong[q.id]), q.id
 

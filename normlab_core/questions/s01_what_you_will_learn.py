@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..residual import Affine, growth, run_stack, stack_curves
+from ..residual import Affine, growth, stack_curves
 from . import Choice, Number
 
 SECTION, NOTEBOOK = "23.1", "01_what_you_will_learn"

@@ -29,7 +29,8 @@ QUESTIONS = [
         f"Now every layer multiplies the stream by {GAIN_DOWN:g}. After how many layers is it a tenth of its size "
         "for the first time?",
         answer=TENTH, tol=0.5, shown=f"{TENTH}", unit="layers",
-        explain=f"Solve {GAIN_DOWN:g}^L = 0.1: L = ln 0.1 / ln {GAIN_DOWN:g} = {math.log(0.1) / math.log(GAIN_DOWN):.1f}, "
+        explain=f"Solve {GAIN_DOWN:g}^L = 0.1: L = ln 0.1 / ln {GAIN_DOWN:g} = "
+                f"{math.log(0.1) / math.log(GAIN_DOWN):.1f}, "
                 f"so layer {TENTH} is the first below a tenth. Small gains below 1 fade a signal as surely as gains "
                 "above 1 blow it up."),
     Choice(
