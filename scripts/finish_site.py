@@ -286,6 +286,7 @@ def _on_build_finished(app, exception) -> None:
         slim_icons(Path(app.outdir))
         light_images(Path(app.outdir))
         write_search_index(Path(app.outdir))
+        write_question_assets(Path(app.outdir))
 
 
 def _link_figures(app, doctree, docname) -> None:
@@ -389,9 +390,27 @@ def _join_streams_whole() -> None:
         render.coalesce_streams = whole_streams
 
 
+# "Check yourself" (normlab_core/questions): a page that carries a question block loads the questions' script and
+# stylesheet, written into _static from normlab_core/questions when the build finishes (one source for both faces).
+def _add_questions(app, pagename, templatename, context, doctree) -> None:
+    if 'class="nl-questions"' in context.get("body", ""):
+        from normlab_core.questions.assets import SCRIPT_NAME, STYLE_NAME
+
+        app.add_css_file(STYLE_NAME)
+        app.add_js_file(SCRIPT_NAME, loading_method="defer")
+
+
+def write_question_assets(site: Path) -> list[Path]:
+    """The questions' classic script and stylesheet in the site's _static folder."""
+    from normlab_core.questions.assets import write
+
+    return write(Path(site) / "_static")
+
+
 def setup(app):
     _join_streams_whole()
     app.connect("html-page-context", _add_head)
+    app.connect("html-page-context", _add_questions)
     app.connect("build-finished", _on_build_finished)
     app.connect("html-page-context", _drop_thebe_assets, priority=900)
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
@@ -858,6 +877,7 @@ def main(argv: list[str]) -> int:
     drop_figure_numbers(site)
     _, unknown = link_citations(site)
     write_search_index(site)
+    write_question_assets(site)
     problems = check_site(site) + [f"{u}: a citation of a work the bibliography does not list" for u in unknown]
     for p in problems:
         print("finish_site:", p, file=sys.stderr)

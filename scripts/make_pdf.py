@@ -214,6 +214,10 @@ def print_pages(site: Path, pages: list[str], workdir: Path) -> tuple[str, list[
                 closed = page.evaluate(OPEN_FOLDS)
                 if closed:
                     problems.append(f"{name}: {closed} folded block(s) would print closed")
+                unbuilt = page.evaluate("() => document.querySelectorAll('div.nl-questions:not(.nl-questions-ready)')"
+                                        ".length")   # "Check yourself" prints its questions and answers
+                if unbuilt:
+                    problems.append(f"{name}: {unbuilt} question block(s) not built (normlab-questions.js did not run)")
                 # the plain reading of maths for the bookmark titles (the search page's script)
                 page.add_script_tag(url=base + "_static/normlab-search.js")
                 marks = page.evaluate(ANCHORS, sorted(targets[name]))

@@ -81,7 +81,7 @@ NOT_YET_REWRITTEN = {
 NOT_PROSE = ", ".join([
     "pre", ".cell_input", ".cell_output", "div.highlight", ".math", ".MathJax", ".MathJax_Display",
     ".MathJax_Preview", ".MJX_Assistive_MathML", "mjx-container", "script", "style", "noscript",
-    ".normlab-explorable", "details", ".admonition.toggle", ".admonition.dropdown", ".headerlink",
+    ".normlab-explorable", ".nl-questions", "details", ".admonition.toggle", ".admonition.dropdown", ".headerlink",
     ".prev-next-area", ".prev-next-footer", "nav", "#jb-print-docs-body", ".nl-print-only", ".nl-back-to-top",
     "button", ".toggle-details",
 ])
@@ -120,7 +120,12 @@ READ = """([notProse, figures, blocks]) => {
     figure = box.top + window.scrollY;
     break;
   }
-  const height = Math.max(document.documentElement.scrollHeight, document.body.scrollHeight);
+  // "Check yourself" (the questions at the end, and their heading) is not reading: its height is left out
+  let questions = 0;
+  for (const q of article.querySelectorAll('.nl-questions')) questions += (q.closest('div.cell') || q).offsetHeight;
+  const asked = article.querySelector('section#check-yourself > h2');
+  if (questions && asked) questions += asked.offsetHeight;
+  const height = Math.max(document.documentElement.scrollHeight, document.body.scrollHeight) - questions;
   const title = (article.querySelector('h1') || {textContent: ''}).textContent.replace(/[#\\s]+$/, '').trim();
   return {texts, figure, height, title};
 }"""
