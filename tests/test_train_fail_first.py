@@ -2,7 +2,7 @@
 definition, the stored runs (normlab_core/data/fail_first.json.gz) against the study that declares them and a fresh
 run of the code, and the explorable `fail_first` against the stored numbers. If the stored-data tests fail after a
 change of the model, retrain: `.venv/bin/python scripts/experiments.py --only fail_first --add`; otherwise fix the
-module and rerun `.venv/bin/pytest tests/test_fail_first.py -q`."""
+module and rerun `.venv/bin/pytest tests/test_train_fail_first.py -q`."""
 
 from __future__ import annotations
 
