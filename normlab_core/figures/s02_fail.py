@@ -82,7 +82,7 @@ def setup(fig, *, narrow):
     art["loss_note"] = ax_l.text(0.97, 0.8, "", transform=ax_l.transAxes, ha="right", va="top",
                                  color=COLORS["warning"])
     ax_l.set_yscale("log")
-    ax_l.set_xlim(0, steps[-1])
+    ax_l.set_xlim(-steps[-1] / 40, steps[-1])     # a run that blows up at step 1 shows its cross
     ax_l.set_ylim(*lim["loss"])
     label(ax_l, "step", "training loss (log scale)", f"Loss, {len(art['loss'])} seeds")
     art["ax_l"] = ax_l

@@ -42,10 +42,10 @@ def setup(fig, *, narrow):
                                           color=COLORS["rms_norm"], lw=1.6))
     (new,) = ax_p.plot([0, 1], [0, 0.5], color=COLORS["layer_norm"], lw=1.2, ls="--")
     turn = ax_p.text(0.0, STEP_TOP, "", color=COLORS["layer_norm"], va="top")
-    step_label = ax_p.text(0.95, 0.3, "", color=COLORS["rms_norm"], va="center", ha="right")
+    step_label = ax_p.text(0.0, STEP_TOP - 0.2, "", color=COLORS["rms_norm"], va="top")
     ax_p.set_xlim(-0.1, 1.2)
     ax_p.set_ylim(-0.3, STEP_TOP + 0.1)
-    ax_p.set_aspect("equal", adjustable="datalim" if narrow else "box")
+    ax_p.set_aspect("equal", adjustable="box")
     ax_p.set_xticks([0, 1])
     ax_p.set_yticks([0, 1])
     label(ax_p, "along W (units of |W|)", "along -gradient", "One step of lr 0.5")
@@ -72,8 +72,7 @@ def update(art, *, scale, decay):
     art["step"].set_positions((1, 0), (1, min(s, STEP_TOP)))
     art["new"].set_data([0, 1], [0, min(s, STEP_TOP)])
     art["turn_text"].set_text(f"W turns by {r['turn'][0]:.3g}°")
-    art["step_label"].set_text(f"step\n{number(s, 3)} |W|" + ("\n(cut)" if s > STEP_TOP else ""))
-    art["step_label"].set_y(max(min(s, STEP_TOP) / 2, 0.3))
+    art["step_label"].set_text(f"step {number(s, 3)} |W|" + (" (cut)" if s > STEP_TOP else ""))
     for key, lim in (("norm", NORM_LIM), ("turn", TURN_LIM)):
         art[key].set_ydata(np.clip(r[key], *lim))
         art[f"{key}_free"].set_ydata(np.clip(free[key], *lim))
@@ -123,6 +122,6 @@ def entries() -> list:
     return [
         Explorable("scale_invariance_step", title="A norm after W: the step turns W by about lr / |W|²",
                    setup=setup, update=update, presets=PRESETS, size=(7.2, 3.0), narrow=(NARROW_IN, 8.4),
-                   controls={"scale": Slider(SCALES, 1.0, label="start |W| × (times W0)"),
+                   controls={"scale": Slider(SCALES, 1.0, label="start: W0 times"),
                              "decay": Slider(DECAYS, 0.0, label="weight decay")}),
     ]
