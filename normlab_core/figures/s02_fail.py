@@ -69,9 +69,11 @@ def setup(fig, *, narrow):
         art[f"{kind}_start"] = _band(ax, "0.55", 0.35)
         (art[f"{kind}_start_mid"],) = ax.plot([0, 1], [1, 1], color="0.35", lw=1.2, ls="--", label="at the start")
         art[f"{kind}_outer"], art[f"{kind}_inner"] = _band(ax, COLORS["none"], 0.25), _band(ax, COLORS["none"], 0.45)
-        (art[f"{kind}_mid"],) = ax.plot([0, 1], [1, 1], color=COLORS["none"], lw=1.8, label="at step 0")
+        (art[f"{kind}_mid"],) = ax.plot([0, 1], [1, 1], color=COLORS["none"], lw=1.8, label="at the last step")
         ax.set_yscale("log")
         ax.set_ylim(*lim[kind])
+        ax.set_xlim(0, max(axes()["depth"]))      # one axis for every depth: a deeper stack reaches further
+        ax.set_xticks(sorted({0, *axes()["depth"]}))
     ax_a.legend(loc="upper left", fontsize=8)
     label(ax_a, "layer l (0 = input)", "|h_l|: 5-25-50-75-95 %", "Activations")
     label(ax_g, "layer l (0 = input)", "|dL/dh_l| (log scale)", "Gradients")
@@ -112,14 +114,7 @@ def update(art, *, depth, placement, lr):
         for k in ("outer", "inner"):
             art[f"{kind}_{k}"].set_facecolor(colour)
         art[f"{kind}_mid"].set_color(colour)
-        ax.set_xlim(0, depth)
-        ax.set_xticks(np.linspace(0, depth, 5).astype(int))
     step = first["end_step"]
-    art["act_mid"].set_label(f"at step {step}")
-    for kind in art["axes"]:
-        art[f"{kind}_start_mid"].set_visible(step > 0)
-    shown = [art["act_start_mid"], art["act_mid"]] if step > 0 else [art["act_mid"]]
-    art["axes"]["act"].legend(handles=shown, loc="upper left", fontsize=8)
     blown, ends = [], []
     for line, seed in zip(art["loss"], seeds, strict=True):
         r = runs[(depth, placement, lr, seed)]

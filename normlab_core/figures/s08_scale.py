@@ -52,11 +52,12 @@ def setup(fig, *, narrow):
     steps = np.arange(STEPS + 1)
     lines = {}
     for ax, key, lim, xs in ((ax_n, "norm", NORM_LIM, steps), (ax_t, "turn", TURN_LIM, steps[:-1])):
-        (lines[f"{key}_free"],) = ax.plot(xs, xs * 0.0 + 1, color="0.6", lw=1.2, ls="--", label="no decay, same start")
-        (lines[key],) = ax.plot(xs, xs * 0.0 + 1, color=COLORS["layer_norm"], lw=1.8, label="with decay")
+        (lines[f"{key}_free"],) = ax.plot(xs, xs * 0.0 + 1, color="0.6", lw=1.2, ls="--", label="no decay")
+        (lines[key],) = ax.plot(xs, xs * 0.0 + 1, color=COLORS["layer_norm"], lw=1.8, label="your decay")
         ax.set_yscale("log")
         ax.set_xlim(0, STEPS)
         ax.set_ylim(*lim)
+        ax.legend(handles=[lines[key], lines[f"{key}_free"]], loc="upper right" if key == "turn" else "upper left")
     label(ax_n, "step", "|W| (log scale)", "Length of W")
     label(ax_t, "step", "turn per step (degrees, log)", "Effective step")
     return {"step": step, "new": new, "turn_text": turn, "step_label": step_label, "ax_n": ax_n, "ax_t": ax_t, **lines}
@@ -76,10 +77,6 @@ def update(art, *, scale, decay):
     for key, lim in (("norm", NORM_LIM), ("turn", TURN_LIM)):
         art[key].set_ydata(np.clip(r[key], *lim))
         art[f"{key}_free"].set_ydata(np.clip(free[key], *lim))
-        art[f"{key}_free"].set_visible(decay > 0)
-        art[key].set_label(f"decay {number(decay)}" if decay > 0 else "no decay")
-        shown = [art[key], art[f"{key}_free"]] if decay > 0 else [art[key]]
-        art[f"ax_{key[0]}"].legend(handles=shown, loc="upper right" if key == "turn" else "upper left")
     ratio = (LR * g_len / w_len) * w_len ** 2 / LR     # |grad at W/|W|| : the same at every scale
     out = {
         "gradient and W": (f"cos(∇W, W) = {number(cos, 2)} (orthogonal); |∇W| = {number(g_len, 4)} = "
