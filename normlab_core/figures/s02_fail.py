@@ -115,6 +115,8 @@ def update(art, *, depth, placement, lr):
             art[f"{kind}_{k}"].set_facecolor(colour)
         art[f"{kind}_mid"].set_color(colour)
     step = first["end_step"]
+    # the legend again: its handle takes the placement's colour
+    art["axes"]["act"].legend(handles=[art["act_start_mid"], art["act_mid"]], loc="upper left", fontsize=8)
     blown, ends = [], []
     for line, seed in zip(art["loss"], seeds, strict=True):
         r = runs[(depth, placement, lr, seed)]
