@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import as_float_array, check_eps, check_positive_int
-from .backward import layer_norm_backward
-from .norms import layer_norm
+from .backward import _input_grad
+from .norms import layer_norm, layer_norm_stats
 
 
 def loss(w, x, t, eps: float = 0.0) -> float:
@@ -25,10 +25,26 @@ def loss(w, x, t, eps: float = 0.0) -> float:
 def loss_grad(w, x, t, eps: float = 0.0) -> np.ndarray:
     """dL/dW (D_out, D_in) of `loss`, through LayerNorm's backward pass."""
     w, x, t = _checked(w, x, t)
-    eps = check_eps(eps)
-    h = x @ w.T
-    dy = (layer_norm(h, eps=eps) - t) / x.shape[0]
-    return layer_norm_backward(dy, h, eps=eps).T @ x
+    return _grad(w, x, t, check_eps(eps))
+
+
+def _grad(w, x, t, eps):
+    """loss_grad on checked arrays: one pass of LayerNorm's statistics serves the forward and the backward."""
+    x_hat, std_inv = layer_norm_stats(x @ w.T, eps)      # y = x_hat: no gamma, no beta
+    return _input_grad((x_hat - t) / x.shape[0], x_hat, std_inv).T @ x
+
+
+def toy(seed: int = 48, d: int = 8, n: int = 32) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The section's toy layer from one seed: w (d, d) normal / sqrt(d), then inputs x (n, d) and targets t (n, d)."""
+    rng = np.random.default_rng(check_positive_int(seed, "seed", lo=0))
+    d, n = check_positive_int(d, "d"), check_positive_int(n, "n")
+    w = rng.normal(size=(d, d)) / np.sqrt(d)
+    return w, rng.normal(size=(n, d)), rng.normal(size=(n, d))
+
+
+def effective_lr(w, lr: float) -> float:
+    """lr / |W|**2: how far a step of learning rate lr turns a scale-invariant W, per unit of its unit gradient."""
+    return float(lr / np.sum(np.square(as_float_array(w, "w"))))
 
 
 def angle(a, b) -> float:
@@ -40,14 +56,14 @@ def angle(a, b) -> float:
 
 def sgd(w, x, t, lr: float, steps: int, weight_decay: float = 0.0, eps: float = 0.0) -> dict:
     """Plain gradient descent W <- W - lr (dL/dW + weight_decay W): per step, |W| and the angle W turned by."""
-    w = as_float_array(w, "w")
-    steps = check_positive_int(steps, "steps")
+    w, x, t = _checked(w, x, t)
+    eps, steps = check_eps(eps), check_positive_int(steps, "steps")
     for name, v in (("lr", lr), ("weight_decay", weight_decay)):
         if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
             raise ValueError(f"sgd: {name} must be a finite number >= 0, got {v!r}")
     norms, turns = [float(np.linalg.norm(w))], []
     for _ in range(steps):
-        new = w - lr * (loss_grad(w, x, t, eps) + weight_decay * w)
+        new = w - lr * (_grad(w, x, t, eps) + weight_decay * w)
         turns.append(angle(w, new))
         norms.append(float(np.linalg.norm(new)))
         w = new

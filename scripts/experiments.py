@@ -143,6 +143,40 @@ UPDATE = {
     },
 }
 
+# "Watch it fail first" (section 23.2): not a transformer but normlab_core.residual_mlp, small enough to train in
+# this process (a few minutes of one core), stored in a file of its own.
+SMALL = {
+    "fail_first": {
+        "title": "a residual MLP with no norm, post-norm and pre-norm, plain gradient descent: depth x learning rate",
+        "axes": {"depth": [4, 8, 16, 32], "wiring": ["none", "post", "pre"], "lr": [0.01, 0.03, 0.1]},
+        "seeds": [0, 1, 2], "steps": 300, "path": data.PATH.with_name("fail_first.json.gz"),
+    },
+}
+
+
+def run_small(name: str) -> Path:
+    """Train the SMALL study `name` here, with one BLAS thread, and write its file: every run's loss per step, and
+    for the first seed the quantile bands of |activation| and |gradient| per layer at the start and the end."""
+    from normlab_core import residual_mlp
+
+    study, runs = SMALL[name], []
+    with one_blas_thread():
+        for depth, wiring, lr in itertools.product(*study["axes"].values()):
+            for seed in study["seeds"]:
+                r = residual_mlp.train(depth, wiring, lr, study["steps"], seed)
+                runs.append({"depth": depth, "wiring": wiring, "lr": lr, "seed": seed, "loss": rounded(r["loss"]),
+                             "blown": r["blown"], "end_step": r["end_step"]})
+                if seed == study["seeds"][0]:
+                    runs[-1]["bands"] = {when: {k: rounded(v) for k, v in r[when].items()} for when in ("start", "end")}
+    m = residual_mlp
+    settings = {"steps": study["steps"], "seeds": study["seeds"], "axes": study["axes"], "quantiles": m.QUANTILES,
+                "width": m.WIDTH, "hidden": m.HIDDEN, "outputs": m.OUTPUTS, "batch": m.BATCH, "probe": m.PROBE,
+                "blown": m.BLOWN, "digits": DIGITS}
+    _write(study["path"], {"format": f"normlab-{name}", "version": 1, "title": study["title"], "settings": settings,
+                           "runs": runs})
+    return study["path"]
+
+
 SETTINGS = {
     "steps": STEPS, "batch": training.BATCH, "seeds": list(SEEDS), "eval_every": EVAL_EVERY,
     "eval_size": training.EVAL_SIZE, "eval_seed": training.EVAL_SEED, "dtype": "float32",
@@ -443,7 +477,7 @@ def main(argv=None) -> int:
     ap.add_argument("--scheduler", default=os.environ.get("DASK_SCHEDULER") or None, metavar="ADDRESS",
                     help="the address of a running Dask scheduler, e.g. tcp://host:8786 (default: $DASK_SCHEDULER; "
                     "if neither is set, a LocalCluster on this machine)")
-    ap.add_argument("--only", nargs="*", choices=list(STUDIES), help="studies to run (default: all)")
+    ap.add_argument("--only", nargs="*", choices=[*STUDIES, *SMALL], help="studies to run (default: all)")
     ap.add_argument("--add", action="store_true", help="train only the --only studies and merge them into the "
                     "existing data file, keeping its other runs")
     ap.add_argument("--relabel", action="store_true", help="apply the outcome rule of normlab_core.outcome to "
@@ -452,7 +486,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(data.PATH), help="the data file to write")
     ap.add_argument("--cache", default=str(CACHE), help="the folder of the resumable cache of finished runs")
     args = ap.parse_args(argv)
-    names = args.only or list(STUDIES)
+    names = [n for n in (args.only or STUDIES) if n in STUDIES]
+    small = [n for n in (args.only or SMALL) if n in SMALL]
     if args.add and not args.only:
         ap.error("--add needs --only STUDY ...")
     if args.workers is not None and args.workers < 1:
@@ -469,6 +504,10 @@ def main(argv=None) -> int:
         for j in jobs:
             print(job_key(j))
         print(f"{len(jobs)} jobs")
+        return 0
+    for name in small:
+        print(f"wrote {_shown(run_small(name))} ({name}, trained here)", file=sys.stderr)
+    if args.only and not names:
         return 0
     cache_dir = Path(args.cache)
     cache_dir.mkdir(parents=True, exist_ok=True)
