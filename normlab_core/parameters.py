@@ -377,18 +377,19 @@ SECTIONS = {
     "03_mean_and_variance": Parameters((Vector("A"), Vector("B"))),
     "04_layer_norm": Parameters((Vector("A"), Vector("B"), EPS, Number("SEED", 0, 2**32 - 1, integer=True))),
     "05_rms_norm": Parameters((Vector("A"), EPS)),
-    "06_comparing": Parameters((Vector("CENTRED"), OFFSET, Vector("MIXED"), Vector("A"), EPS)),
+    "06_comparing": Parameters((Vector("CENTRED", 2, 16), OFFSET, Vector("MIXED", 2, 16), Vector("A"), EPS)),
     "07_pre_post_norm": Parameters((
         Vector("X0"), EPS, Number("GAIN", 0.0, 2.0), Number("BIAS", -1.0, 1.0), Number("STEP", 1e-5, 0.1),
         STACK_DEPTHS, Number("MAX_DEPTH", 1, 512, integer=True), Number("RANDOM_WIDTH", 2, 256, integer=True),
         Number("RANDOM_DEPTH", 1, 192, integer=True), Number("RANDOM_STACKS", 1, 50, integer=True))),
     "08_backward": Parameters((
-        Vector("X"), Vector("DY"), EPS, Number("STEP", 1e-6, 1e-2), Number("BATCH", 1, 1024, integer=True),
+        Vector("X", 2, 32), Vector("DY", 2, 32), EPS, Number("STEP", 1e-6, 1e-2),
+        Number("BATCH", 1, 1024, integer=True),
         Number("SEQ", 1, 8192, integer=True), Number("WIDTH", 1, 16384, integer=True),
         Number("LAYERS", 1, 1000, integer=True)),
         same_length=(("X", "DY"),), at_most=((("BATCH", "SEQ", "WIDTH"), 20_000_000),)),
     "09_key_takeaways": Parameters((
-        Vector("X_SIX"), Vector("CENTRED"), OFFSET, Vector("X_STACK"), Vector("X_GRAD"), Vector("UPSTREAM"), EPS,
+        Vector("X_SIX"), Vector("CENTRED", 2, 16), OFFSET, Vector("X_STACK"), Vector("X_GRAD"), Vector("UPSTREAM"), EPS,
         Number("STACK_EPS", 0.0, 1.0), Number("STEP", 1e-5, 1e-2), STACK_DEPTHS,
         Number("MAX_DEPTH", 1, 96, integer=True)),
         same_length=(("X_GRAD", "UPSTREAM"),)),
