@@ -301,7 +301,7 @@ class Parameters:
                 values[name] = (v * (n // max(1, len(v)) + 1))[:n] if v else [0.0] * n
         for names, limit in self.at_most:
             while math.prod(values[n] for n in names) > limit:
-                top = max(names, key=lambda n: values[n] / self[n].lo)
+                top = max(names, key=lambda n: values[n] / max(1, self[n].lo))
                 values[top] = max(int(self[top].lo), values[top] // 2)
         return values
 
@@ -385,7 +385,9 @@ SECTIONS = {
     "08_backward": Parameters((
         Vector("X", 2, 32), Vector("DY", 2, 32), EPS, Number("STEP", 1e-6, 1e-2),
         Number("BATCH", 1, 1024, integer=True),
-        Number("SEQ", 1, 8192, integer=True), Number("WIDTH", 1, 16384, integer=True),
+        Number("SEQ", 1, 8192, integer=True),
+        Number("WIDTH", 2, 16384, integer=True, why="a LayerNorm over one feature has nothing to normalize: its "
+               "mean is the feature itself, so x_hat is 0, or 0/0 with EPS = 0"),
         Number("LAYERS", 1, 1000, integer=True)),
         same_length=(("X", "DY"),), at_most=((("BATCH", "SEQ", "WIDTH"), 20_000_000),)),
     "09_key_takeaways": Parameters((

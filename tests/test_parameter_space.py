@@ -59,6 +59,24 @@ REPORTED = [
 ]
 
 
+# Corners that still stop a notebook, each in a cell outside its parameters and check cells: shown here, by corner,
+# until the cell named is fixed (then the run passes, this strict xfail fails, and the entry goes). Each is a constant
+# or all-zero input with EPS = 0 (0/0), or a gain of 0 (a sensitivity of 0, whose log is taken), which the cell
+# should show and explain instead.
+KNOWN = {
+    "06_comparing-corners0": "cell 19: 0/0 for a constant input with EPS = 0, numpy's bare 'invalid value' warning",
+    "06_comparing-corners1": "the re-stretch cell: A all zero with EPS = 0 gives NaN, which precision.round_to refuses",
+    "06_comparing-corners3": "cell 13: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
+    "07_pre_post_norm-corners0": "cells 21 and 26: log of a sensitivity of 0 (GAIN = 0), numpy's bare warning",
+    "07_pre_post_norm-corners1": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
+    "07_pre_post_norm-corners2": "cell 19: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
+    "07_pre_post_norm-corners3": "cells 19 and 26: an all-zero X0 with EPS = 0 divides by 0 in the norms",
+    "07_pre_post_norm-corners4": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
+    "09_key_takeaways-corners0": "cells 11 and 36: a constant X_SIX with EPS = 0 divides by 0 in LayerNorm",
+    "09_key_takeaways-corners1": "cells 11, 33 and 49: zero vectors with EPS = 0 divide by 0 in both norms",
+}
+
+
 def edit_source(values: dict | str) -> str:
     """The edit as a learner types it (a dict of values, or the source itself, e.g. with np.array(...))."""
     return values if isinstance(values, str) else "\n".join(f"{k} = {v!r}" for k, v in values.items())
@@ -70,8 +88,16 @@ def cases() -> list:
         seen[name] = seen.get(name, -1) + 1
         out.append(pytest.param(name, values, id=f"{name}-reported{seen[name] or ''}"))
     for name, decl in SECTIONS.items():   # its corners, as few runs as put every parameter at each corner
-        out += [pytest.param(name, c, id=f"{name}-corners{i}") for i, c in enumerate(decl.corners())]
+        for i, values in enumerate(decl.corners()):
+            known = KNOWN.get(key := f"{name}-corners{i}")
+            marks = [pytest.mark.xfail(strict=True, reason=known)] if known else []
+            out.append(pytest.param(name, values, id=key, marks=marks))
     return out
+
+
+def test_every_known_crash_names_a_corner_that_exists():
+    ids = {p.id for p in cases()}
+    assert set(KNOWN) <= ids, f"remove these from KNOWN: {sorted(set(KNOWN) - ids)}"
 
 
 def test_every_notebook_with_a_parameters_cell_is_declared():
@@ -226,3 +252,19 @@ def test_a_failing_cell_after_the_check_says_the_page_may_be_stale(tmp_path):
     assert STOPPED in said(nb.cells[2]), nb.cells[2].outputs
     assert said(nb.cells[1]) == "" and said(nb.cells[3]) == "", "only an error outside the check says it"
     assert STOPPED not in said(nb.cells[4]), "an interrupt is the learner's own stop"
+
+
+def test_a_product_limit_is_checked_said_in_the_help_and_kept_by_the_corners():
+    """08's BATCH * SEQ * WIDTH sizes arrays the notebook allocates: each may be large, not all three at once."""
+    decl = Parameters((Number("B", 1, 1024, integer=True), Number("S", 1, 8192, integer=True)),
+                      at_most=((("B", "S"), 1_000_000),))
+    assert decl.check({"B": 1024, "S": 976}) == {"B": 1024, "S": 976}
+    with pytest.raises(ParameterError) as caught:
+        decl.check({"B": 1024, "S": 977})
+    assert str(caught.value).startswith("B * S must be at most 1,000,000 (the arrays they size must fit in memory), "
+                                        "got 1,000,448"), str(caught.value)
+    assert "  B * S must be at most 1,000,000" in str(decl)
+    for values in decl.corners():
+        decl.check(values)
+    fitted = decl._fit_lengths({"B": 1024, "S": 8192})
+    assert fitted["B"] * fitted["S"] <= 1_000_000 and min(fitted.values()) >= 1, fitted

@@ -94,7 +94,7 @@ def batch_setup(fig, *, narrow):
         ax_t.axhline(t * FEATURES - 0.5, color="0.4", lw=0.6)
     ax_t.set_ylim(T * FEATURES - 0.5, -0.5)
     ax_t.grid(False)
-    bn_boxes = [ax_t.add_patch(Rectangle((-0.5, t * FEATURES - 0.5), 1, 1, fill=False, ec=COLORS["batch_norm"],
+    bn_boxes = [ax_t.add_patch(Rectangle((-0.5, t * FEATURES - 0.5), MAX_BATCH, 1, fill=False, ec=COLORS["batch_norm"],
                                          lw=1.8, clip_on=False)) for t in range(T)]
     ln_box = ax_t.add_patch(Rectangle((-0.5, TRACK_POS * FEATURES - 0.5), 1, FEATURES, fill=False,
                                       ec=COLORS["layer_norm"], lw=2.2, clip_on=False))
@@ -151,9 +151,7 @@ def batch_update(art, *, batch):
     ax = art["title"].axes   # where the axes' own title would sit: its pad (points) above the panel
     height = ax.get_position().height * ax.figure.get_figheight()   # inches
     art["title"].set_y(1.0 + mpl.rcParams["axes.titlepad"] / 72 / height)
-    for box in art["bn_boxes"]:
-        box.set_width(MAX_BATCH)                  # the whole batch
-    art["ln_box"].set_width(MAX_BATCH / batch)    # one column
+    art["ln_box"].set_width(MAX_BATCH / batch)    # one column (the BatchNorm boxes span the whole batch: all columns)
     bn, ln = tracked_outputs(batch)
     art["bn_dots"].set_ydata(np.clip(bn, *OUT_LIM).ravel())
     art["ln_dots"].set_ydata(np.clip(ln, *OUT_LIM).ravel())
