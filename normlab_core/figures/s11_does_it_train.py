@@ -4,6 +4,8 @@ static figures are there too, and the live `train(...)` is normlab_core/training
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.lines import Line2D
@@ -12,6 +14,7 @@ from matplotlib.ticker import FuncFormatter
 
 from ..formatting import number
 from ..interactive import Choice, Explorable, Preset, Slider
+from ..interactive.explorable import KEYED
 from . import training_runs
 from .style import COLORS, NARROW_IN, label, panels
 from .training_runs import (
@@ -108,7 +111,8 @@ def grid_setup(fig, *, narrow):
                              origin="lower", aspect="auto")
     for i in range(len(DEPTHS)):
         for j in range(len(LRS)):
-            art[f"t{i}{j}"] = ax_g.text(j, i, "", ha="center", va="center", linespacing=1.2)
+            art[f"t{i}{j}"] = ax_g.text(j, i, "", ha="center", va="center", linespacing=1.2,
+                                        gid=KEYED)   # they change with the warm-up only, as the title does
     art["box"] = ax_g.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, lw=2.2, ec="black"))
     ax_g.set_xticks(range(len(LRS)), [number(v) for v in LRS])
     ax_g.set_yticks(range(len(DEPTHS)), [str(d) for d in DEPTHS])
@@ -118,29 +122,45 @@ def grid_setup(fig, *, narrow):
     return art
 
 
+@functools.cache
+def _runs(placement: str, depth: int, lr: float, warmup: float) -> tuple:
+    """The stored runs of one cell (the store is read-only, so each cell is looked up once)."""
+    return tuple(stored().select(placement=placement, depth=depth, lr=lr, warmup=warmup))
+
+
+@functools.cache
+def _grid(warmup: float) -> tuple:
+    """(seeds solved by post-norm per cell, each cell's text) at this warm-up."""
+    counts, texts = np.zeros((len(DEPTHS), len(LRS))), {}
+    for i, d in enumerate(DEPTHS):
+        for j, r in enumerate(LRS):
+            post, pre = (_runs(p, d, r, warmup) for p in ("post", "pre"))
+            counts[i, j] = solved = sum(c["outcome"] == "solved" for c in post)
+            texts[i, j] = (f"post {solved}/{len(post)}\npre {sum(c['outcome'] == 'solved' for c in pre)}/{len(pre)}",
+                           "white" if solved == SEEDS else "black")
+    return counts, texts
+
+
 def grid_update(art, *, depth, lr, warmup):
-    exp = stored()
-    runs = {p: exp.select(placement=p, depth=depth, lr=lr, warmup=warmup) for p in ("post", "pre")}
+    runs = {p: list(_runs(p, depth, lr, warmup)) for p in ("post", "pre")}
     for p in runs:
         _show_seeds(art, p, runs[p], COLORS[p])
     art["warm"].set_width(round(warmup * STEPS))
-    counts = np.zeros((len(DEPTHS), len(LRS)))
-    for i, d in enumerate(DEPTHS):
-        for j, r in enumerate(LRS):
-            post, pre = (exp.select(placement=p, depth=d, lr=r, warmup=warmup) for p in ("post", "pre"))
-            counts[i, j] = solved = sum(c["outcome"] == "solved" for c in post)
-            art[f"t{i}{j}"].set_text(f"post {solved}/{len(post)}\npre {sum(c['outcome'] == 'solved' for c in pre)}"
-                                     f"/{len(pre)}")
-            art[f"t{i}{j}"].set_color("white" if solved == SEEDS else "black")
+    counts, texts = _grid(warmup)
+    for (i, j), (text, colour) in texts.items():
+        art[f"t{i}{j}"].set_text(text)
+        art[f"t{i}{j}"].set_color(colour)
     art["img"].set_data(counts)
     art["box"].set_xy((LRS.index(lr) - 0.5, DEPTHS.index(depth) - 0.5))
     art["ax_g"].set_title(f"Seeds solved of {SEEDS}, warm-up {'none' if warmup == 0 else f'{warmup:.0%}'}", loc="left")
-    handles = [Line2D([], [], color=COLORS[p], lw=1.4, label=PLACEMENT_NAMES[p]) for p in runs]
-    handles += _seed_handles(runs["post"]) + [
-        Line2D([], [], color="0.3", ls="none", marker="o", ms=3.5, mfc="white", label="held-out")]
-    handles += [Patch(color=COLORS["highlight"], alpha=0.35, label="warm-up")] if warmup else []
-    art["ax"].legend(handles=handles, loc="upper right", ncol=3 if len(handles) > 6 else 2, columnspacing=1.0,
-                     handlelength=1.6, framealpha=1)
+    if art.get("legend") != (seeds := ([r["seed"] for r in runs["post"]], bool(warmup))):   # (built when it changes)
+        art["legend"] = seeds
+        handles = [Line2D([], [], color=COLORS[p], lw=1.4, label=PLACEMENT_NAMES[p]) for p in runs]
+        handles += _seed_handles(runs["post"]) + [
+            Line2D([], [], color="0.3", ls="none", marker="o", ms=3.5, mfc="white", label="held-out")]
+        handles += [Patch(color=COLORS["highlight"], alpha=0.35, label="warm-up")] if warmup else []
+        art["ax"].legend(handles=handles, loc="upper right", ncol=3 if len(handles) > 6 else 2, columnspacing=1.0,
+                         handlelength=1.6, framealpha=1)
     cell = f"depth {depth}, lr {number(lr)}, warm-up {warmup_label(warmup)}: "
     readouts = {"post-norm": cell + seed_summary(runs["post"]), "pre-norm": cell + seed_summary(runs["pre"]),
                 "post-norm seeds": _seed_words(runs["post"]), "pre-norm seeds": _seed_words(runs["pre"])}

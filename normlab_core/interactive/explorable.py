@@ -38,6 +38,7 @@ Frame = namedtuple("Frame", "png readouts alt")
 LOCK = threading.RLock()   # matplotlib's fonts are shared by all figures and not thread-safe
 FIGURES = 4                # figures kept per explorable (one per layout and set of inputs)
 BACKGROUNDS = 12           # backgrounds kept per figure (one per set of axis limits, scales and labels)
+KEYED = "background"       # the gid of a Text drawn into the background, its words and colour named in its key
 
 
 class Explorable:
@@ -229,18 +230,20 @@ class _Drawing:
         self._clean()
 
     def _artists(self):
-        """The artists update() may change, but legends and titles: those change rarely and take long to draw, so
-        they are drawn into the background and named in its key."""
+        """The artists update() may change, but legends, titles and texts of gid KEYED: those change rarely and take
+        long to draw, so they are drawn into the background and named in its key."""
         for ax in self.fig.axes:
             skip = {ax.xaxis, ax.yaxis, ax.patch, *ax.spines.values()}
             yield from (a for a in ax.get_children() if a not in skip and not isinstance(a, Legend) and not (
-                isinstance(a, Text) and a.get_transform() == ax.title.get_transform()))
+                isinstance(a, Text) and a.get_transform() == ax.title.get_transform()) and a.get_gid() != KEYED)
         yield from (*self.fig.texts, *self.fig.patches, *self.fig.lines)
 
     def _key(self) -> str:   # what a background depends on
         return repr([(ax.viewLim.bounds, ax.get_xscale(), ax.get_yscale(), ax.get_xlabel(), ax.get_ylabel(),
                       [ax.get_title(loc) for loc in ("left", "center", "right")],
-                      _legend_key(ax.get_legend())) for ax in self.fig.axes])
+                      _legend_key(ax.get_legend()),
+                      [(t.get_text(), str(t.get_color())) for t in ax.texts if t.get_gid() == KEYED])
+                     for ax in self.fig.axes])
 
     def _clean(self) -> None:
         for a in self._artists():
