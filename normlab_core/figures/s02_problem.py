@@ -177,7 +177,8 @@ def batch_update(art, *, batch):
 # -- 3. the (batch, position, feature) block, with what one statistic of each norm averages -------------------------
 BLOCK_SHAPE = (4, T, FEATURES)   # examples, positions and features drawn (the block stands for any B, T, D)
 BLOCK_NORMS = {
-    "batch_norm": ("BatchNorm", "one feature of every example and position:\na mean per feature, from B\u00b7T numbers"),
+    "batch_norm": ("BatchNorm", "one feature of every example and position:\n"
+                                "a mean per feature, from B\u00b7T numbers"),
     "layer_norm": ("LayerNorm", "every feature of one token:\na mean per token, from D numbers"),
 }
 _DEPTH = (0.62 * np.cos(np.radians(35)), 0.62 * np.sin(np.radians(35)))   # the drawn offset of one example back
