@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import matplotlib as mpl
 import numpy as np
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Patch, Polygon, Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from ..examples import BATCHES, FEATURES, MAX_BATCH, N_DRAWS, POS_MEAN
@@ -13,7 +13,7 @@ from ..interactive import Explorable, Preset, Slider
 from ..norms import tracked_outputs
 from ..residual import growth
 from ..stats import mean_var
-from .style import COLORS, NARROW_IN, label, panels
+from .style import COLORS, NARROW_IN, WIDTH_IN, label, new_figure, panels
 
 # -- 1. per-layer gain x depth ----------------------------------------------------------------------------------
 MAX_DEPTH = 96
@@ -178,6 +178,87 @@ def batch_update(art, *, batch):
            f"in every batch; and the BatchNorm spread against batch size, {number(art['spread'][batch - 1], 3)} "
            f"at B = {batch}.")
     return out, alt
+
+
+# -- 3. the (batch, position, feature) block, with what one statistic of each norm averages -------------------------
+BLOCK_SHAPE = (4, T, FEATURES)   # examples, positions and features drawn (the block stands for any B, T, D)
+BLOCK_NORMS = {
+    "batch_norm": ("BatchNorm", "one feature of every example and position:\n"
+                                "a mean per feature, from B\u00b7T numbers"),
+    "layer_norm": ("LayerNorm", "every feature of one token:\na mean per token, from D numbers"),
+}
+_DEPTH = (0.62 * np.cos(np.radians(35)), 0.62 * np.sin(np.radians(35)))   # the drawn offset of one example back
+
+
+def averaged_cells(norm: str, shape=BLOCK_SHAPE, token=(0, TRACK_POS), feature: int = 0) -> np.ndarray:
+    """(B, T, D) bool: the entries one statistic of `norm` averages; BatchNorm: `feature` of every example and
+    position; LayerNorm (and RMSNorm): every feature of `token` (example, position)."""
+    if norm not in BLOCK_NORMS and norm != "rms_norm":
+        raise ValueError(f"norm must be one of {sorted([*BLOCK_NORMS, 'rms_norm'])}, got {norm!r}")
+    mask = np.zeros(shape, dtype=bool)
+    if norm == "batch_norm":
+        mask[:, :, feature] = True
+    else:
+        mask[token[0], token[1], :] = True
+    return mask
+
+
+def _at(t, y, b):
+    """Where the block's point (position t, height y, example b) is drawn: examples recede up and to the right."""
+    return t + b * _DEPTH[0], y + b * _DEPTH[1]
+
+
+def _cell(ax, corners, shaded, color, grey, alpha):
+    ax.add_patch(Polygon([_at(*c) for c in corners], closed=True, fc=color if shaded else grey,
+                         alpha=alpha if shaded else 1.0, ec="0.45", lw=0.5))
+
+
+def _block(ax, mask, color):
+    """The block of `mask`'s shape as seen from the front, top and right, the entries of `mask` in `color`.
+    Feature 0 is the top row, example 0 the front face."""
+    n_b, n_t, n_d = mask.shape
+    for t in range(n_t):                       # the front face: example 0
+        for r in range(n_d):
+            _cell(ax, [(t, r, 0), (t + 1, r, 0), (t + 1, r + 1, 0), (t, r + 1, 0)], mask[0, t, n_d - 1 - r],
+                  color, "#F4F4F4", 1.0)
+    for t in range(n_t):                       # the top face: feature 0 of every example
+        for b in range(n_b):
+            _cell(ax, [(t, n_d, b), (t + 1, n_d, b), (t + 1, n_d, b + 1), (t, n_d, b + 1)], mask[b, t, 0],
+                  color, "#E4E4E4", 0.75)
+    for b in range(n_b):                       # the right face: the last position of every example
+        for r in range(n_d):
+            _cell(ax, [(n_t, r, b), (n_t, r, b + 1), (n_t, r + 1, b + 1), (n_t, r + 1, b)],
+                  mask[b, n_t - 1, n_d - 1 - r], color, "#D2D2D2", 0.55)
+    arrow = {"arrowstyle": "-|>", "color": "0.3", "lw": 0.9}
+    ax.annotate("", xy=(n_t, -0.55), xytext=(0, -0.55), arrowprops=arrow)
+    ax.text(n_t / 2, -0.75, "position t", ha="center", va="top", fontsize=8)
+    ax.annotate("", xy=(-0.45, 0), xytext=(-0.45, n_d), arrowprops=arrow)
+    ax.text(-0.65, n_d / 2, "feature d", ha="right", va="center", rotation=90, fontsize=8)
+    x0, y0 = _at(n_t + 0.35, -0.2, 0)
+    x1, y1 = _at(n_t + 0.35, -0.2, n_b)
+    ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=arrow)
+    ax.text((x0 + x1) / 2 + 0.25, (y0 + y1) / 2 - 0.15, "example b\nin the batch", ha="left", va="top", fontsize=8)
+    right, top = _at(n_t, n_d, n_b)
+    ax.set_xlim(-1.6, right + 2.3)
+    ax.set_ylim(-1.6, top + 0.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+def norm_axes_block(narrow: bool = False):
+    """The activations of a sequence model as a block of examples x positions x features, twice: the entries one
+    BatchNorm statistic averages (one feature of every example and position) and the entries one LayerNorm
+    statistic averages (every feature of one token) shaded; narrow=True stacks the two."""
+    if narrow:
+        fig, axes = new_figure(1, 2, width=NARROW_IN, height=6.4)
+    else:
+        fig, axes = new_figure(2, width=WIDTH_IN, height=3.1)
+    for ax, (norm, (name, what)) in zip(axes, BLOCK_NORMS.items(), strict=True):
+        color = COLORS[norm]
+        _block(ax, averaged_cells(norm), color)
+        ax.set_title(f"{name} averages", loc="left", fontsize=9.5, color=color, weight="bold")
+        ax.text(0.0, 0.0, what, transform=ax.transAxes, ha="left", va="top", fontsize=8.5, color="0.15")
+    return fig
 
 
 GAIN_PRESETS = {
