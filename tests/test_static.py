@@ -251,11 +251,11 @@ def test_a_preset_sets_the_caption_and_moving_a_control_off_it_clears_it(site, b
         assert box["y"] >= img["y"] + img["height"] - 1 and box["y"] < img["y"] + img["height"] + 60, (
             "the caption sits right under the figure")
         page.locator("button[data-preset='big']").click()
-        settle(page, root, "4,2,0")
+        settle(page, root, "3,2,0")
         assert root.evaluate(CAPTION) == "the line leaves the small axis"
         page.locator("input[type=range]").last.focus()
         page.keyboard.press("ArrowLeft")                      # off the preset: the neutral caption
-        settle(page, root, "4,1,0")
+        settle(page, root, "3,1,0")
         assert root.evaluate(CAPTION) == static.NEUTRAL
         page.emulate_media(media="print")                     # print: the caption and every preset's explanation
         assert page.locator("figcaption.nl-caption").is_visible()
@@ -319,7 +319,7 @@ def test_the_live_widget_caption_follows_a_preset_and_leaves_it(tmp_path, browse
             assert root.evaluate(CAPTION) == static.NEUTRAL
             page.locator("button[data-preset='big']").click()
             assert root.evaluate(CAPTION) == "the line leaves the small axis"
-            assert page.evaluate("() => window.sent.at(-1).want") == "4,2,0"
+            assert page.evaluate("() => window.sent.at(-1).want") == "3,2,0"
             page.locator("select").select_option("1")
             assert root.evaluate(CAPTION) == static.NEUTRAL
     finally:
