@@ -85,8 +85,9 @@ def setup(fig, *, narrow, x):
     for ax in (ax_x, ax_z):
         index_ticks(ax, x.size)
         ax.set_xlim(-0.5, x.size - 0.1)
-    return {**art, "raw_dots": raw_dots, "ax_x": ax_x, "ax_z": ax_z, "band": band, "raw": raw, "mean_txt": mean_txt, "std_pts": std_pts,
-            "span_bar": span_bar, "span_txt": span_txt, "note": note, "z": z}
+    return {**art, "ax_x": ax_x, "ax_z": ax_z, "band": band, "raw": raw, "mean_txt": mean_txt, "std_pts": std_pts,
+            "span_bar": span_bar, "span_txt": span_txt, "note": note, "z": z,
+            "raw_dots": raw_dots}
 
 
 def update(art, *, offset, scale, dtype, x):
@@ -99,7 +100,7 @@ def update(art, *, offset, scale, dtype, x):
     art["raw_dots"].set_ydata(v.astype(np.float64))
     art["band"].set_y(-std)
     art["band"].set_height(2 * std)
-    art["mean_txt"].set_text(f"mean {number(mean, 7)}, std {number(std)}")
+    art["mean_txt"].set_text(f"mean {number(mean, 7)}\nstd {number(std)}")
     z = standardize(v)
     shown = vector_label(v, fmt=_stored)
     out = {"x as stored": f"{dtype} {shown}", "mean, variance, std": f"{number(mean, 7)}, {number(var, 7)}, "

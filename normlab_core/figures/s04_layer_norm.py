@@ -47,8 +47,8 @@ def setup(fig, *, narrow, x, eps=None, raw=False):
         ax.set_xlim(-0.3, x.size - 0.7)
     note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color=COLORS["warning"])
     raw_dots = ax_raw and raw_panel(ax_raw, x)
-    return {"raw_dots": raw_dots, "ax_in": ax_in, "ax_out": ax_out, "line_in": line_in, "line_out": line_out, "note": note,
-            "stats_in": stats_in, "band_hi": band_hi, "band_lo": band_lo}
+    return {"ax_in": ax_in, "ax_out": ax_out, "line_in": line_in, "line_out": line_out, "note": note,
+            "stats_in": stats_in, "band_hi": band_hi, "band_lo": band_lo, "raw_dots": raw_dots}
 
 
 def raw_panel(ax, x):
