@@ -151,13 +151,13 @@ def _stored(v) -> str:
 
 PRESETS = {
     "offset 0": Preset({"offset": 0.0}, (
-        "the raw values drop from 100.5 to around 0 on the left, while the deviations in the middle and the "
-        "standardized values on the right do not move: the span stays 2.928 standard deviations"),
+        "the raw values (first panel) drop from 100.5 to around 0, while the deviations and the standardized "
+        "values do not move: the span stays 2.928 standard deviations"),
         about_default=True),
     "offset 100000": Preset({"offset": 1e5}, (
-        "the raw values climb to 100000, at the top of the left axis, and the other two panels stay the same "
-        "(float32 still stores these six numbers exactly), but the one-pass variance in the last readout has "
-        "collapsed to 0"), about_default=True),
+        "the raw values (first panel) climb to 100000, near the top of their axis, and the other two panels stay "
+        "the same (float32 still stores these six numbers exactly), but the one-pass variance in the last "
+        "readout has collapsed to 0"), about_default=True),
     "offset 0, scale 0.0001": Preset({"offset": 0.0, "scale": 1e-4}, (
         "the raw values all sit near 0 and the deviations' axis shrinks by decades, while the standardized "
         "points stay on their crosses")),

@@ -214,10 +214,10 @@ EPS_PRESETS = {
 
 AFFINE_PRESETS = {
     "offset -100": Preset({"offset": -100.0}, (
-        "the raw input on the left drops below 0, yet its deviations and the output are exactly as at offset "
-        "100.5: LayerNorm cannot see an offset"), about_default=True),
+        "the raw input (first panel) drops below 0, yet its deviations and the output are exactly as at "
+        "offset 100.5: LayerNorm cannot see an offset"), about_default=True),
     "offset 200": Preset({"offset": 200.0}, (
-        "the raw input climbs to 200 on the left; the deviations and the output do not move")),
+        "the raw input (first panel) climbs to 200; its deviations and the output do not move")),
     "gamma 2": Preset({"gamma": 2.0}, (
         "the shape stays and its spread doubles: the output variance is gamma² = 4 (times a ratio that "
         "epsilon keeps a hair under 1)"), about_default=True),

@@ -40,7 +40,7 @@ def frames_root() -> Path:
 
 
 # The caption under a figure whose controls are at no preset's state (frontend.js shows a preset's notice at its own).
-NEUTRAL = "Settings of your own, none of the states after Try:. Pick one of those to read here what it shows."
+NEUTRAL = "These settings are not one of the states after \u201cTry:\u201d. Choose one to read here what it shows."
 
 
 def caption(exp: Explorable, values: dict) -> str:
