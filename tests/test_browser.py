@@ -23,6 +23,7 @@ import pytest
 from browser_support import ROOT, SCREENSHOTS, Tab, toc_pages, wait_for_mathjax
 
 from normlab_core.canvas import NARROW_SHARPNESS
+from normlab_core.interactive.static import NEUTRAL
 
 pytestmark = pytest.mark.browser
 
@@ -339,9 +340,14 @@ def check_first_load_of_explorables(v: Tab) -> None:
         v.problems.append(f"first load is {own / 2**20:.2f} MB (limit 1.5 MB)")
 
 
+# The caption under an explorable's figure: the explanation of the preset shown, or the neutral one.
+CAPTION = "r => r.querySelector('figcaption.nl-caption .nl-caption-text').textContent"
+
+
 def check_combinations(v: Tab, page_path: str) -> None:
     """Random moves of every control: each control stays where it was put, and the readouts, labels and alt
-    text are Python's at those values; every preset button sets every control and shows Python's readouts."""
+    text are Python's at those values; every preset button sets every control, shows Python's readouts and puts
+    its explanation under the figure (away from every preset, the neutral caption)."""
     import random
 
     roots = v.page.locator(".normlab-explorable")
@@ -362,8 +368,12 @@ def check_combinations(v: Tab, page_path: str) -> None:
             heights.add(round(got["readoutsHeight"]))
             if got["controls"] != state:
                 break
-        data = dict((label, parts) for label, _, parts in
-                    root.evaluate("r => JSON.parse(r.querySelector('.nl-spec').textContent).presets"))
+        presets = root.evaluate("r => JSON.parse(r.querySelector('.nl-spec').textContent).presets")
+        data = dict((label, parts) for label, _, parts in presets)
+        notices = {label: notice for label, notice, _ in presets}
+        at = [notice for _, notice, parts in presets if parts == state]   # the caption after the random moves
+        if (shown := root.evaluate(CAPTION)) != (at[0] if at else NEUTRAL):
+            v.problems.append(f"{name}: at {state} the caption reads {shown!r}, expected {at[0] if at else NEUTRAL!r}")
         labels = root.evaluate("r => Array.from(r.querySelectorAll('button[data-preset]')).map(b => b.dataset.preset)")
         if labels != list(expected.exp.presets):
             v.problems.append(f"{name}: preset buttons {labels}, expected {list(expected.exp.presets)}")
@@ -377,6 +387,9 @@ def check_combinations(v: Tab, page_path: str) -> None:
             heights.add(round(got["readoutsHeight"]))
             if label not in got["pressed"]:
                 v.problems.append(f"{name}: preset {label!r} is not shown as pressed")
+            if (shown := root.evaluate(CAPTION)) != notices[label]:
+                v.problems.append(f"{name}: preset {label!r} is explained under the figure as {shown!r}, its notice "
+                                  f"is {notices[label]!r} (normlab_core/interactive/frontend.js captionOf)")
         if max(heights) - min(heights) > 1:
             v.problems.append(f"{name}: the readouts' height changed with the values: {sorted(heights)} px")
 

@@ -89,17 +89,49 @@ def state(name: str, values: dict, layout: str = "wide"):
     return drawn(name, layout)[key(exp, {**exp.defaults(), **values})]
 
 
-# -- the notebooks: each explorable shown once, each show followed by its try_this ---------------------------------
+# -- the notebooks: each explorable shown once; its presets explained in its caption, not in a list on the page ----
 SHOW = re.compile(r'^(show|try_this)\("([a-z0-9_]+)"[,)]')
 
 
-def test_every_explorable_is_shown_once_and_followed_by_its_try_this():
+def test_every_explorable_is_shown_once_and_any_try_this_list_left_follows_it():
     calls = [m.groups() for path in toc_notebooks()
              for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"
              if (m := SHOW.match("".join(c["source"]).strip()))]
     shown = [name for kind, name in calls if kind == "show"]
     assert sorted(shown) == sorted(NAMES)
-    assert all(calls[i + 1] == ("try_this", name) for i, (kind, name) in enumerate(calls) if kind == "show")
+    assert all(calls[i - 1] == ("show", name) for i, (kind, name) in enumerate(calls) if kind == "try_this")
+
+
+# Pages whose explorables' presets are explained in the figures' captions only: a "Try this" list (try_this) there
+# would say the same twice, away from the figure.
+CAPTIONED = ("03_", "04_", "05_", "06_", "07_", "08_", "11_", "12_")
+
+
+def test_pages_explain_their_presets_in_the_caption_not_in_a_list():
+    lists = [f"{path.name}: {''.join(c['source']).strip()}" for path in toc_notebooks()
+             if path.name.startswith(CAPTIONED) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "code" and "try_this(" in "".join(c["source"])]
+    assert not lists, ("the caption under the figure explains each preset (its Preset notice in "
+                       f"normlab_core/figures/s*.py); delete these cells: {lists}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_preset_has_an_explanation_the_caption_shows(name):
+    """Each preset's explanation (its notice) is a sentence's worth of words, and the figure's caption at that
+    preset's state is that explanation in both faces (static.spec feeds both); away from every preset it is the
+    neutral caption."""
+    from normlab_core.interactive import static
+
+    exp = get(name)
+    for label, p in exp.presets.items():
+        assert len(p.notice.split()) >= 5, f"{name}: preset {label!r} needs an explanation of what to look at"
+        values = exp.preset_values(label)
+        assert static.spec(exp, values)["caption"] == p.notice, (
+            f"{name}: the caption at preset {label!r} must be its notice (normlab_core/interactive/static.py caption)")
+    states = {key(exp, exp.preset_values(label)) for label in exp.presets}
+    other = next((v for v in every_state(exp) if key(exp, v) not in states), None)   # (None: every state is one)
+    if other is not None:
+        assert static.spec(exp, other)["caption"] == static.spec(exp, other)["neutral"] == static.NEUTRAL
 
 
 # -- declarations -------------------------------------------------------------------------------------------------

@@ -217,3 +217,111 @@ def test_a_slow_frame_shows_the_loading_state_and_a_phone_gets_the_narrow_layout
     finally:
         context.close()
         server.__exit__()
+
+
+# -- the caption: the explanation of the state shown, under the figure, in both faces ---------------------------
+CAPTION = "r => r.querySelector('figcaption.nl-caption .nl-caption-text').textContent"
+
+
+def test_the_page_carries_the_caption_of_its_first_state(site):
+    """Before any script runs (and in a reader without scripts) the caption of the state shown is on the page."""
+    exp = toy()
+    assert spec(site["html"])["caption"] == static.NEUTRAL   # the toy starts at no preset's state
+    assert f'<p class="nl-caption">{static.NEUTRAL}</p>' in site["html"]
+    at_big = static.spec(exp, exp.preset_values("big"))
+    assert at_big["caption"] == "the line leaves the small axis" and at_big["neutral"] == static.NEUTRAL
+
+
+@pytest.mark.browser
+def test_a_preset_sets_the_caption_and_moving_a_control_off_it_clears_it(site, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    problems = []
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(site["page"].as_uri())
+        root = page.locator(".normlab-explorable").element_handle()
+        settle(page, root, "1,2,0")
+        assert root.evaluate(CAPTION) == static.NEUTRAL
+        page.locator("button[data-preset='banded']").click()
+        settle(page, root, "1,0,1")
+        assert root.evaluate(CAPTION) == "no marks, darker band"
+        box = page.locator("figcaption.nl-caption").bounding_box()
+        img = page.locator("img.nl-frame").bounding_box()
+        assert box["y"] >= img["y"] + img["height"] - 1 and box["y"] < img["y"] + img["height"] + 60, (
+            "the caption sits right under the figure")
+        page.locator("button[data-preset='big']").click()
+        settle(page, root, "3,2,0")
+        assert root.evaluate(CAPTION) == "the line leaves the small axis"
+        page.locator("input[type=range]").last.focus()
+        page.keyboard.press("ArrowLeft")                      # off the preset: the neutral caption
+        settle(page, root, "3,1,0")
+        assert root.evaluate(CAPTION) == static.NEUTRAL
+        page.emulate_media(media="print")                     # print: the caption and every preset's explanation
+        assert page.locator("figcaption.nl-caption").is_visible()
+        notes = page.locator(".nl-preset-notes li").all_text_contents()
+        assert notes == ["big: the line leaves the small axis", "banded: no marks, darker band"]
+        page.emulate_media(media="screen")
+        assert not page.locator(".nl-preset-notes").is_visible()
+    finally:
+        context.close()
+    assert not problems, problems
+
+
+def test_the_live_face_starts_with_the_caption_of_its_state():
+    """The live widget's spec gives the caption of the state it starts at (a preset's notice, computed for the
+    learner's inputs) and the neutral one that frontend.js shows away from every preset."""
+    from normlab_core.interactive import live
+
+    exp = toy()
+    views = [live.LiveView(exp, **exp.preset_values("banded")), live.LiveView(exp, x=[0.0, 4.0, 1.0])]
+    try:
+        at_banded, own = (v.spec for v in views)
+        assert at_banded["caption"] == "no marks, darker band" and at_banded["neutral"] == static.NEUTRAL
+        assert own["caption"] == static.NEUTRAL
+        assert [p[1] for p in at_banded["presets"]] == ["the line leaves the small axis", "no marks, darker band"]
+    finally:
+        for v in views:
+            v.close()
+
+
+# The live face's frontend in Chromium: anywidget's render() over a stand-in for the widget's model (the kernel's
+# side is tests/test_live.py; the whole JupyterLab round trip, tests/test_lab.py).
+LIVE_PAGE = """<!doctype html><meta charset="utf-8"><link rel="stylesheet" href="frontend.css"><div id="w"></div>
+<script type="module">
+import widget from "./frontend.js";
+const spec = JSON.parse(document.getElementById("spec").textContent), sent = [];
+const model = { get: (k) => (k === "spec" ? spec : {}), on() {}, off() {}, send: (m) => sent.push(m) };
+window.sent = sent;
+widget.render({ model, el: document.getElementById("w") });
+window.ready = true;
+</script>"""
+
+
+@pytest.mark.browser
+def test_the_live_widget_caption_follows_a_preset_and_leaves_it(tmp_path, browser):
+    exp = toy()
+    for name in ("frontend.js", "frontend.css"):
+        shutil.copy(static.HERE / name, tmp_path / name)
+    body = json.dumps({**static.spec(exp, exp.defaults()), "keep": 48}).replace("</", "<\\/")
+    (tmp_path / "live.html").write_text(LIVE_PAGE + f'<script type="application/json" id="spec">{body}</script>',
+                                        encoding="utf-8")
+    # (the spec's script comes after the module's: a module script runs once the page is parsed)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    problems = []
+    try:
+        with SiteServer(tmp_path) as server:
+            page = context.new_page()
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(server.base + "live.html")
+            page.wait_for_function("() => window.ready")
+            root = page.locator("#w").element_handle()
+            assert root.evaluate(CAPTION) == static.NEUTRAL
+            page.locator("button[data-preset='big']").click()
+            assert root.evaluate(CAPTION) == "the line leaves the small axis"
+            assert page.evaluate("() => window.sent.at(-1).want") == "3,2,0"
+            page.locator("select").select_option("1")
+            assert root.evaluate(CAPTION) == static.NEUTRAL
+    finally:
+        context.close()
+    assert not problems, problems

@@ -40,8 +40,26 @@ def half_height(scale: float, x) -> float:
     return next(m * decade for m in (1, 2, 5, 10) if m * decade >= half * (1 - 1e-12))
 
 
+RAW_LIM = (-1e3, 1e6)   # the raw panel's fixed axis: every offset stop, in decades (symlog), and scale 100 at offset 0
+RAW_LINEAR = 0.01        # below this size the raw axis is linear (it holds 0)
+
+
+def raw_panel(ax, x):
+    """The raw values x_i on a fixed axis in decades: the offset moves them up and down it."""
+    ax.set_yscale("symlog", linthresh=RAW_LINEAR, linscale=0.5)
+    ax.set_ylim(*RAW_LIM)
+    ax.set_yticks([-1e3, 0, 1, 1e3, 1e6])
+    ax.axhline(0, color="0.6", lw=0.8)
+    index_ticks(ax, x.size)
+    ax.set_xlim(-0.5, x.size - 0.5)
+    label(ax, "index i", r"$x_i$ (input units)", "Raw values")
+    (dots,) = ax.plot(np.arange(x.size), x, "o", color=COLORS["input"], ms=4, clip_on=True)
+    return dots
+
+
 def setup(fig, *, narrow, x):
-    ax_x, ax_z = panels(fig, narrow)
+    ax_raw, ax_x, ax_z = panels(fig, narrow, 3, [0.5, 1, 1])
+    raw_dots = raw_panel(ax_raw, x)
     idx = np.arange(x.size)
     z = standardize(x)
     z = np.zeros(x.size) if z is None else z      # a constant x: 0/0, drawn at 0 (update says why)
@@ -51,7 +69,7 @@ def setup(fig, *, narrow, x):
     ax_x.yaxis.set_major_formatter(value_formatter())   # plain numbers: no SI prefix
     mean_txt = ax_x.text(0.98, 0.03, "", transform=ax_x.transAxes, ha="right")
     ax_x.legend(loc="upper left", fontsize=8)
-    label(ax_x, "component index i", r"$x_i - \bar{x}$ (input units)", "Raw values, around their mean")
+    label(ax_x, "component index i", r"$x_i - \bar{x}$ (input units)", "Deviations from the mean")
     art = {"narrow": narrow}
     lim = max(2.2, 1.15 * float(np.abs(z).max()))
     ax_z.axhspan(-1, 1, color=COLORS["layer_norm"], alpha=0.08, lw=0)
@@ -68,7 +86,8 @@ def setup(fig, *, narrow, x):
         index_ticks(ax, x.size)
         ax.set_xlim(-0.5, x.size - 0.1)
     return {**art, "ax_x": ax_x, "ax_z": ax_z, "band": band, "raw": raw, "mean_txt": mean_txt, "std_pts": std_pts,
-            "span_bar": span_bar, "span_txt": span_txt, "note": note, "z": z}
+            "span_bar": span_bar, "span_txt": span_txt, "note": note, "z": z,
+            "raw_dots": raw_dots}
 
 
 def update(art, *, offset, scale, dtype, x):
@@ -78,9 +97,10 @@ def update(art, *, offset, scale, dtype, x):
     half = half_height(scale, x)
     art["ax_x"].set_ylim(-half, half)
     art["raw"].set_ydata(v.astype(np.float64) - mean)
+    art["raw_dots"].set_ydata(v.astype(np.float64))
     art["band"].set_y(-std)
     art["band"].set_height(2 * std)
-    art["mean_txt"].set_text(f"mean {number(mean, 7)}, std {number(std)}")
+    art["mean_txt"].set_text(f"mean {number(mean, 7)}\nstd {number(std)}")
     z = standardize(v)
     shown = vector_label(v, fmt=_stored)
     out = {"x as stored": f"{dtype} {shown}", "mean, variance, std": f"{number(mean, 7)}, {number(var, 7)}, "
@@ -90,7 +110,7 @@ def update(art, *, offset, scale, dtype, x):
         art["span_bar"].set_ydata([np.nan, np.nan])
         art["span_txt"].set_text("")
         art["note"].set_text("variance 0: all values are equal,\n(x - mean) / std is 0/0 (drawn at 0)")
-        art["ax_z"].set_title("Standardized: undefined (variance 0)", loc="left")
+        art["ax_z"].set_title("Standardized: undefined", loc="left")
         why = "variance is 0: every value is the same number, so (x - mean) / std is 0/0"
         if scale > 0:
             why = (f"the spread {number(scale)} is below the {dtype} spacing near {number(offset)} "
@@ -107,8 +127,8 @@ def update(art, *, offset, scale, dtype, x):
         art["span_txt"].set_text(f"span\n{number(span)} std")
         art["note"].set_text("" if drift < 1e-3 else
                              f"{dtype} rounding bent the shape\nby up to {number(drift, 2)} std")
-        art["ax_z"].set_title("Standardized: bent by rounding" if drift >= 1e-3 else
-                              "Standardized: the same shape", loc="left")
+        art["ax_z"].set_title("Standardized: bent" if drift >= 1e-3 else
+                              "Standardized: same shape", loc="left")
         out["standardized"] = vector_label(z, fmt=lambda a: f"{a:+.4f}")
         out["span (max - min) / std"] = number(span, 6)
         result = ("the standardized values lie on the crosses of the exact shape" if drift < 1e-3 else
@@ -117,8 +137,9 @@ def update(art, *, offset, scale, dtype, x):
     one = float(one_pass_var(v))
     rel = " (exact: both are 0)" if var == 0 else f" (relative error {number(abs(one - var) / var, 2)})"
     out["one-pass variance E[x²] - E[x]²"] = f"{number(one, 7)} in {dtype}{rel}"
-    alt = (f"Two panels. Left: the {v.size} values x = {number(offset)} + {number(scale)} × (the input's deviations) "
-           f"stored as {dtype}, drawn around their mean {number(mean, 7)} with a band of one standard deviation "
+    alt = (f"Three panels. Left: the {v.size} values x = {number(offset)} + {number(scale)} × (the input's "
+           f"deviations) stored as {dtype}, on an axis in decades from -1000 to 1000000. Middle: the same values "
+           f"drawn around their mean {number(mean, 7)} with a band of one standard deviation "
            f"({number(std)}) either side. Right: their standardized values; {result}.")
     return out, alt
 
@@ -130,13 +151,16 @@ def _stored(v) -> str:
 
 PRESETS = {
     "offset 0": Preset({"offset": 0.0}, (
-        "the left panel is drawn around the mean, so only its labels change; the right panel does not move "
-        "and the span stays 2.928 standard deviations"), about_default=True),
+        "the raw values (first panel) drop from 100.5 to around 0, while the deviations and the standardized "
+        "values do not move: the span stays 2.928 standard deviations"),
+        about_default=True),
     "offset 100000": Preset({"offset": 1e5}, (
-        "the same picture at the far end of the offset range (float32 still stores these six numbers "
-        "exactly), but the one-pass variance in the last readout has collapsed to 0"), about_default=True),
+        "the raw values (first panel) climb to 100000, near the top of their axis, and the other two panels stay "
+        "the same (float32 still stores these six numbers exactly), but the one-pass variance in the last "
+        "readout has collapsed to 0"), about_default=True),
     "offset 0, scale 0.0001": Preset({"offset": 0.0, "scale": 1e-4}, (
-        "the raw axis shrinks by decades while the standardized points stay on their crosses")),
+        "the raw values all sit near 0 and the deviations' axis shrinks by decades, while the standardized "
+        "points stay on their crosses")),
     "offset 0, scale 100": Preset({"offset": 0.0, "scale": 100.0}, (
         "a million times larger than the previous state, and the standardized values are the same"),
         about_default=True),
@@ -170,4 +194,4 @@ def entries() -> list:
                                   label="scale (multiplies x's deviations)", free=(0.0, 1e3)),
                   "dtype": Choice(["float32", "float64"], "float32", label="stored as")},
         inputs={"x": vector(VECTOR_A, 2, 64)}, start=lambda x: {"offset": float(np.mean(x))},
-        setup=setup, update=update, presets=PRESETS, narrow=(NARROW_IN, 5.6))]
+        setup=setup, update=update, presets=PRESETS, narrow=(NARROW_IN, 7.6))]

@@ -33,8 +33,12 @@ def nice_limit(span: float) -> float:
     return next(m * base for m in (1, 2, 5, 10) if m * base >= 1.15 * span)
 
 
-def setup(fig, *, narrow, x, eps=None):
-    ax_in, ax_out = panels(fig, narrow)
+RAW_LIM = 250.0   # the raw panel's fixed axis, -250 to 250: it holds every offset stop with its deviations
+
+
+def setup(fig, *, narrow, x, eps=None, raw=False):
+    """The input's deviations and its LayerNorm; raw=True adds, first, the raw values on a fixed axis."""
+    ax_raw, ax_in, ax_out = panels(fig, narrow, 3, [0.55, 1, 1]) if raw else (None, *panels(fig, narrow))
     idx = np.arange(x.size)
     (line_in,) = ax_in.plot(idx, (x - x.mean()) * 0, "o-", color=COLORS["input"])
     ax_in.axhline(0, color="0.6", lw=0.8)
@@ -59,11 +63,28 @@ def setup(fig, *, narrow, x, eps=None):
         index_ticks(ax, x.size)
         ax.set_xlim(-0.3, x.size - 0.7)
     note = ax_out.text(0.02, 0.04, "", transform=ax_out.transAxes, fontsize=8, color=COLORS["warning"])
+    raw_dots = ax_raw and raw_panel(ax_raw, x)
     return {"ax_in": ax_in, "ax_out": ax_out, "line_in": line_in, "line_out": line_out, "note": note,
-            "stats_in": stats_in, "band_hi": band_hi, "band_lo": band_lo, "ticks": ticks}
+            "stats_in": stats_in, "band_hi": band_hi, "band_lo": band_lo, "ticks": ticks, "raw_dots": raw_dots}
 
 
 TICK_LABEL = value_formatter()   # plain numbers: no SI prefix
+
+
+def raw_panel(ax, x):
+    """The raw values x_i on a fixed axis through 0: the offset moves them up and down it."""
+    ax.set_ylim(-RAW_LIM, RAW_LIM)
+    ax.axhline(0, color="0.6", lw=0.8)
+    ax.yaxis.set_major_formatter(value_formatter())
+    index_ticks(ax, x.size)
+    ax.set_xlim(-0.5, x.size - 0.5)
+    label(ax, "index i", r"$x_i$ (input units)", "Raw input")
+    (dots,) = ax.plot(np.arange(x.size), x, "o", color=COLORS["input"], ms=4)
+    return dots
+
+
+def affine_setup(fig, *, narrow, x, eps):
+    return setup(fig, narrow=narrow, x=x, eps=eps, raw=True)
 
 
 def draw(art, x, eps, gamma, beta):
@@ -109,8 +130,10 @@ def draw(art, x, eps, gamma, beta):
     }, shows
 
 
-def _alt(x, eps, gamma, beta, shows) -> str:
-    return (f"Two panels. Left: the {x.size} input values, mean {number(x.mean(), 6)} and standard deviation "
+def _alt(x, eps, gamma, beta, shows, raw=False) -> str:
+    first = (f"Three panels. Left: the {x.size} raw input values on a fixed axis from -250 to 250. Middle: the same"
+             if raw else f"Two panels. Left: the {x.size}")
+    return (f"{first} input values, mean {number(x.mean(), 6)} and standard deviation "
             f"{number(x.std())}, drawn as deviations from their mean. Right: their LayerNorm with epsilon "
             f"{number(eps)}, gamma {number(gamma)} and beta {number(beta)} on a fixed axis from -5 to 5, with dashed "
             f"lines at beta ± gamma: {shows}.")
@@ -125,7 +148,8 @@ def update_eps(art, *, scale, eps, x):
 def update_affine(art, *, offset, gamma, beta, x, eps):
     v = offset + (x - x.mean())
     out, shows = draw(art, v, eps, gamma, beta)
-    return out, _alt(v, eps, gamma, beta, shows)
+    art["raw_dots"].set_ydata(v)
+    return out, _alt(v, eps, gamma, beta, shows, raw=True)
 
 
 # -- output spread against input spread -------------------------------------------------------------------------
@@ -214,9 +238,10 @@ EPS_PRESETS = {
 
 AFFINE_PRESETS = {
     "offset -100": Preset({"offset": -100.0}, (
-        "the input panel's deviations and the output are exactly as at offset 100.5; only the printed mean "
-        "changed: LayerNorm cannot see an offset"), about_default=True),
-    "offset 200": Preset({"offset": 200.0}, "the same again at the other end of the range"),
+        "the raw input (first panel) drops below 0, yet its deviations and the output are exactly as at "
+        "offset 100.5: LayerNorm cannot see an offset"), about_default=True),
+    "offset 200": Preset({"offset": 200.0}, (
+        "the raw input (first panel) climbs to 200; its deviations and the output do not move")),
     "gamma 2": Preset({"gamma": 2.0}, (
         "the shape stays and its spread doubles: the output variance is gamma² = 4 (times a ratio that "
         "epsilon keeps a hair under 1)"), about_default=True),
@@ -264,7 +289,7 @@ def entries() -> list:
                              "gamma": Slider([0.0, 0.5, 1.0, 1.5, 2.0], 1.0, label="gamma", free=(-5.0, 5.0)),
                              "beta": Slider([-2.0, -1.0, 0.0, 1.0, 2.0], 0.0, label="beta", free=(-5.0, 5.0))},
                    inputs={"x": x, "eps": scalar(1e-5, 0.0, 10.0)}, start=lambda x, eps: {"offset": float(x.mean())},
-                   setup=setup, update=update_affine, presets=AFFINE_PRESETS, narrow=(NARROW_IN, 5.4)),
+                   setup=affine_setup, update=update_affine, presets=AFFINE_PRESETS, narrow=(NARROW_IN, 7.4)),
         Explorable("layer_norm_spread", title="Where epsilon stops being negligible: output spread against input "
                    "spread",
                    controls={"spread": Slider([1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 1.708, 10.0, 100.0], 1.708,

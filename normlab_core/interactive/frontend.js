@@ -28,6 +28,18 @@ function readoutTable(rows) {   // rows: [label, text or element] pairs
     ...rows.map(([label, text]) => make("tr", {}, make("th", { text: label }), make("td", {}, text))));
 }
 
+// The caption under the figure: the notice of the preset whose state the controls are at, else the spec's neutral
+// caption; followed at every change of state (a preset chosen, a control moved). In print a list of every preset
+// and its notice follows it (the buttons are not printed). follow(key) sets its text.
+function captionOf(spec) {
+  const notes = new Map(spec.presets.map(([, notice, parts]) => [parts.join(","), notice]));
+  const text = make("span", { class: "nl-caption-text", text: spec.caption || "" });
+  const all = spec.presets.length ? make("ul", { class: "nl-preset-notes" },
+    ...spec.presets.map(([label, notice]) => make("li", {}, make("b", { text: label }), `: ${notice}`))) : "";
+  const node = make("figcaption", { class: "nl-caption", "aria-live": "polite" }, text, all);
+  return { node, follow(key) { text.textContent = notes.get(key) ?? spec.neutral ?? ""; } };
+}
+
 // root: the element to draw into; spec: from Python; source: {table, wake(), want(key, layout), ahead(keys, layout),
 // aheadCount, save?(key)}. Returns what a source calls: arrived(layout, key) when a frame came, adopt(key) to follow
 // a state set elsewhere, status(text) for a message on the figure, key(), layout(), close().
@@ -57,6 +69,7 @@ function explorable(root, spec, source) {
   const buttons = spec.presets.map(([label, notice, parts]) => make("button", { type: "button", "data-preset": label,
     title: notice, onclick: () => { source.wake(); [state, moved, note] = [parts.slice(), -1, ""]; render(); } }, label));
   const status = make("div", { class: "nl-status", role: "status" });
+  const caption = captionOf(spec);
   const ghost = make("div", { class: "nl-ghost", "aria-hidden": "true" }), current = make("div", { class: "nl-current" });
   let img = root.querySelector("img.nl-frame") || make("img", { class: "nl-frame", alt: "" });
   const page = img.closest("picture");
@@ -73,7 +86,7 @@ function explorable(root, spec, source) {
       make("span", { class: "nl-head" }, make("span", { class: "nl-name", text: c.label }), " ", boxes[i]), inputs[i]))),
     buttons.length ? make("div", { class: "nl-presets", role: "group", "aria-label": "Presets" },
       make("span", { class: "nl-try", text: "Try:" }), ...buttons) : "",
-    make("figure", { class: "nl-figure" }, make("div", { class: "nl-stage" }, img, status)),
+    make("figure", { class: "nl-figure" }, make("div", { class: "nl-stage" }, img, status), caption.node),
     make("div", { class: "nl-readouts", "aria-live": "polite" }, ghost, current));
 
   const index = (i, part) => {   // the stop a control shows for a part of the state (the nearest, for a typed value)
@@ -94,6 +107,7 @@ function explorable(root, spec, source) {
       if (document.activeElement !== boxes[i]) boxes[i][boxes[i].tagName === "INPUT" ? "value" : "textContent"] = text[i];
     });
     buttons.forEach((b, j) => b.setAttribute("aria-pressed", String(keyOf(spec.presets[j][2]) === k)));
+    caption.follow(k);
     root.dataset.state = k;
   }
 

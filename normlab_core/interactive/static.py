@@ -39,9 +39,19 @@ def frames_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "_build" / FRAMES_URL
 
 
+# The caption under a figure whose controls are at no preset's state (frontend.js shows a preset's notice at its own).
+NEUTRAL = "These settings are not one of the states after \u201cTry:\u201d. Choose one to read here what it shows."
+
+
+def caption(exp: Explorable, values: dict) -> str:
+    """The caption of the figure at control `values`: the notice of the preset these values are at, or NEUTRAL."""
+    at = [label for label in exp.presets if exp.preset_values(label) == {**exp.defaults(), **values}]
+    return exp.presets[at[0]].notice if at else NEUTRAL
+
+
 def spec(exp: Explorable, values: dict) -> dict:
-    """What frontend.js draws the title, controls and presets from, in both faces; `start`: the stop indices of
-    `values`."""
+    """What frontend.js draws the title, controls, presets and caption from, in both faces; `start`: the stop
+    indices of `values`; `caption`: the caption there; `neutral`: the caption away from every preset."""
     controls = [{"label": c.label or k, "kind": "slider" if isinstance(c, Slider) else "choice",
                  "labels": [c.format(v) for v in c.positions()], "stops": c.stops if isinstance(c, Slider) else [],
                  "free": [*c.free, c.integer] if c.free else None} for k, c in exp.controls.items()]
@@ -50,6 +60,7 @@ def spec(exp: Explorable, values: dict) -> dict:
     presets = [[label, p.notice, [c.positions().index(v) for v, c in zip(
         exp.preset_values(label).values(), exp.controls.values(), strict=True)]] for label, p in exp.presets.items()]
     return {"name": exp.name, "title": exp.title, "controls": controls, "presets": presets, "start": index,
+            "caption": caption(exp, values), "neutral": NEUTRAL,
             "wide": [round(v * DPI) for v in exp.size], "narrow": [round(v * DPI) for v in exp.narrow_size]}
 
 
@@ -114,4 +125,5 @@ def static_html(exp: Explorable, folder: Path | None = None, **values_and_inputs
             f'600px)" srcset="{src}{start["first"]["narrow"][0]}" width="{nw}" height="{nh}"><img class="nl-frame" '
             f'src="{src}{start["first"]["wide"][0]}" width="{w}" height="{h}" alt="'
             f'{html.escape(start["first"]["wide"][2], quote=True)}"></picture>\n'
+            f'<p class="nl-caption">{html.escape(start["caption"])}</p>\n'
             f'<script src="{FRAMES_URL}/normlab-explorable.js"></script>\n</div>')
