@@ -109,9 +109,9 @@ def draw(art, x, eps, gamma, beta):
         art["line_out"].set_ydata(np.clip(y, -OUT_LIM, OUT_LIM))
         y_mean, y_var = mean_var(y)
         out = f"mean {float(y_mean):+.6f}, variance {number(y_var, 6)}"
-        note = ("constant input: x - mean is 0,\nso every output is beta" if var == 0 else
-                "gamma = 0: the scale is switched off,\nevery output is beta" if gamma == 0 else
-                "var < eps: epsilon, not the data,\nsets the scale" if ratio < 0.5 else
+        note = ("constant input:\nx - mean is 0, so\nevery output is beta" if var == 0 else
+                "gamma = 0: the scale\nis switched off, so\nevery output is beta" if gamma == 0 else
+                "var < eps: epsilon,\nnot the data,\nsets the scale" if ratio < 0.5 else
                 "outputs beyond ±5 are drawn on the edge" if np.abs(y).max() > OUT_LIM else "")
         shows = (f"the output has mean {number(y_mean, 3)} and standard deviation {number(math.sqrt(y_var), 3)}, "
                  f"{number(math.sqrt(ratio), 3)} of gamma" if gamma and var else f"every output is {number(beta)}")
