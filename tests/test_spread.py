@@ -57,3 +57,19 @@ def test_bad_level_and_nonpositive_denominator_raise():
         spread.mean_interval([1.0, 2.0], level=1.5)
     with pytest.raises(ValueError, match="den"):
         spread.ratio_interval([1.0], [0.0])
+
+
+def test_the_update_size_figure_shades_the_bootstrap_interval_not_the_range():
+    """The shaded band of each variant is the 90 % bootstrap interval of its mean over seeds (one far seed widens
+    a range far more than the interval of the mean)."""
+    from matplotlib.collections import PolyCollection
+
+    from normlab_core.figures.training_runs import update_size_figure
+
+    rows = np.array([[1.0, 1.0], [1.1, 1.2], [0.9, 0.8], [1.0, 5.0]])
+    fig = update_size_figure([1, 2], {"post": rows})
+    (band,) = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    ys = band.get_paths()[0].vertices[:, 1]
+    _, lo, hi = spread.mean_interval(rows[:, 1])
+    assert ys.max() == pytest.approx(hi) and ys.max() < 5.0
+    assert ys.min() == pytest.approx(min(spread.mean_interval(rows[:, 0])[1], lo))
