@@ -158,7 +158,8 @@ def grid_overview_figure(depths, solved: dict, narrow: bool = False):
             share = [n / max(total, 1) for n, total in counts]
             ax.plot(range(len(depths)), share, styles[k % 3], ms=4, color=colors[k % 3], label=name)
             for i, (n, total) in enumerate(counts):
-                ax.annotate(f"{n}/{total}", (i, share[i]), textcoords="offset points", xytext=(6, 4 - 10 * (k % 2)),
+                ax.annotate(f"{n}/{total}", (i, share[i]), textcoords="offset points",   # one corner per series
+                            xytext=((5, 5), (5, -12), (-30, 6))[k % 3],
                             fontsize=7, color=colors[k % 3])
         ax.set_xticks(range(len(depths)), [str(d) for d in depths])
         ax.set_ylim(-0.08, 1.12)
