@@ -132,8 +132,10 @@ STUDIES = {
 }
 
 # Update amplification: the output change after one Adam step from initialization, against depth.
+# Ten seeds: one step is cheap, and the comparisons between variants need the spread over initializations.
 UPDATE = {
     "lr": 1e-3,
+    "seeds": list(range(10)),
     "depths": [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48],
     "variants": {
         "post": {"placement": "post"},
@@ -246,7 +248,7 @@ def jobs_for(names, update: bool = True) -> list[dict]:
         return out
     for variant, fields in UPDATE["variants"].items():
         for depth in UPDATE["depths"]:
-            for seed in SEEDS:
+            for seed in UPDATE.get("seeds", SEEDS):
                 out.append({"kind": "update", "variant": variant, "config": {**fields, "depth": depth},
                             "lr": UPDATE["lr"], "seed": seed})
     return out
@@ -255,7 +257,9 @@ def jobs_for(names, update: bool = True) -> list[dict]:
 def cost(job: dict) -> float:
     """Rough cost of a job in depth-steps (for the order of work and the time estimate)."""
     depth = job["config"]["depth"]
-    steps = job.get("steps", STEPS) if job["kind"] == "train" else 2
+    # an update job is one step, but in float64 and with two forward passes over the held-out set: it costs about as
+    # much as 100 training steps (14 s at depth 48 on a loaded core)
+    steps = job.get("steps", STEPS) if job["kind"] == "train" else 100
     return depth * steps * (1.3 if job["config"].get("placement") == "peri" else 1)
 
 
@@ -464,6 +468,7 @@ def assemble(records: list[dict], names) -> dict:
         "runs": train,
         "update_size": {
             "lr": UPDATE["lr"], "depths": UPDATE["depths"], "variants": UPDATE["variants"],
+            "seeds": UPDATE.get("seeds", list(SEEDS)),
             "change": {v: [[by_seed[s][d] for d in UPDATE["depths"]] for s in sorted(by_seed)]
                        for v, by_seed in rows.items()},
         },
@@ -480,6 +485,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", choices=[*STUDIES, *SMALL], help="studies to run (default: all)")
     ap.add_argument("--add", action="store_true", help="train only the --only studies and merge them into the "
                     "existing data file, keeping its other runs")
+    ap.add_argument("--update-size", action="store_true", help="with --add: train the update-size study too and "
+                    "replace the stored one (--only may then be left out)")
     ap.add_argument("--relabel", action="store_true", help="apply the outcome rule of normlab_core.outcome to "
                     "every run of the data file and exit (nothing is trained)")
     ap.add_argument("--list", action="store_true", help="list the jobs and exit")
@@ -488,11 +495,15 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     names = [n for n in (args.only or STUDIES) if n in STUDIES]
     small = [n for n in (args.only or SMALL) if n in SMALL]
+    if args.update_size and not args.add:
+        ap.error("--update-size goes with --add (a full run trains the update-size study anyway)")
+    if args.add and not args.only and not args.update_size:
+        ap.error("--add needs --only STUDY ... or --update-size")
     if args.add and not args.only:
-        ap.error("--add needs --only STUDY ...")
+        names, small = [], []
     if args.workers is not None and args.workers < 1:
         ap.error(f"--workers must be a positive number of worker processes, got {args.workers}")
-    jobs = jobs_for(names, update=not args.add)
+    jobs = jobs_for(names, update=not args.add or args.update_size)
     if args.relabel:
         stored = data.load(args.out)
         _write(Path(args.out), relabelled({"format": data.FORMAT, "version": data.VERSION, "settings": SETTINGS,
@@ -540,7 +551,7 @@ def main(argv=None) -> int:
         return 1
     content = assemble([cached[stored_key(j)] for j in jobs], names)
     if args.add:
-        content = merged(data.load(args.out), content, names)
+        content = merged(data.load(args.out), content, names, update_size=args.update_size)
     path = Path(args.out)
     content = relabelled(content)
     _write(path, content)
@@ -574,16 +585,17 @@ def _write(path: Path, content: dict) -> None:
         gz.write(json.dumps(content, separators=(",", ":")).encode())
 
 
-def merged(old: data.Experiments, new: dict, names) -> dict:
-    """The stored file's content with the studies `names` replaced by those of `new`: every other study, its runs
-    and the update-size study are kept as stored, and the studies stay in the order of STUDIES."""
+def merged(old: data.Experiments, new: dict, names, update_size: bool = False) -> dict:
+    """The stored file's content with the studies `names` replaced by those of `new`: every other study and its
+    runs are kept as stored, and so is the update-size study unless `update_size` (then `new`'s replaces it); the
+    studies stay in the order of STUDIES."""
     def key(r):
         return record_key({"kind": "train", **r})
     keys = {key(r) for r in new["runs"]}
     runs = [r for r in old.runs if key(r) not in keys]
     studies = {**{n: s for n, s in old.studies.items() if n not in names}, **new["studies"]}
     return {**new, "studies": {n: studies[n] for n in STUDIES if n in studies}, "runs": runs + new["runs"],
-            "update_size": old.update_size}
+            "update_size": new["update_size"] if update_size else old.update_size}
 
 
 def _job_fields(rec: dict) -> list[str]:

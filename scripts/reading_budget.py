@@ -62,8 +62,6 @@ NOT_YET_REWRITTEN = {
     ("notebooks/10_exercises", "first figure"),
     ("notebooks/10_exercises", "screens"),
     ("notebooks/10_exercises", "words"),
-    ("notebooks/11_does_it_train", "first figure"),
-    ("notebooks/11_does_it_train", "number sentences"),
     ("notebooks/11_does_it_train", "screens"),
     ("notebooks/11_does_it_train", "words"),
 }

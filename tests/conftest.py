@@ -93,7 +93,7 @@ AREAS = {
     "mechanism": ["test_mechanism.py", "test_static.py", "test_catalog.py", "test_threads.py", "test_quick_*.py"],
     "notebooks": ["test_parameter*.py", "test_prose_numbers.py", "test_notebook_hygiene.py",
                   "test_executed_notebooks.py", "test_questions.py"],
-    "training": ["test_train*.py", "test_experiments*.py", "test_portable.py"],
+    "training": ["test_train*.py", "test_experiments*.py", "test_portable.py", "test_spread.py"],
     "jupyterlab": ["test_lab*.py", "test_live.py"],
     "site": ["test_browser*.py", "test_site_*.py", "test_search.py", "test_pdf.py", "test_reader_*.py",
              "test_static_figures.py", "test_finish_site.py", "test_make_site.py", "test_reading_*.py",

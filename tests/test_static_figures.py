@@ -28,7 +28,7 @@ from normlab_core.figures.style import (
     blank_figure,
     house_style,
 )
-from normlab_core.figures.training_runs import grad_norm_figure, update_size_figure
+from normlab_core.figures.training_runs import grad_norm_figure, grid_overview_figure, update_size_figure
 
 _spec = importlib.util.spec_from_file_location("place_frames",
                                                Path(__file__).parents[1] / "scripts" / "place_frames.py")
@@ -117,6 +117,7 @@ def test_each_static_figure_stacks_its_panels_in_the_narrow_layout():
     change = {v: np.ones((3, 4)) * k for k, v in enumerate(("post", "pre", "peri", "deepnorm"), 1)}
     for draw, args in ((grad_norm_figure, (per_layer, [6, 12, 24], "mlp.w2")), (pre_post_wiring, (2,)),
                        (update_size_figure, ([1, 2, 4, 8], change)),
+                       (grid_overview_figure, ([2, 6], {"pre": [(3, 3), (3, 3)], "post": [(3, 3), (1, 3)]})),
                        (jacobian_figure, ({"one": np.eye(3), "two": -np.eye(3)},))):
         wide, narrow = draw(*args), draw(*args, narrow=True)
         assert narrow.get_figwidth() == NARROW_IN and wide.get_figwidth() == WIDTH_IN > 1.5 * NARROW_IN, draw.__name__

@@ -11,7 +11,7 @@ from functools import cache
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from .. import data
+from .. import data, spread
 from ..formatting import number
 from .style import COLORS, NARROW_IN, PLACEMENT_NAMES, blank_figure, house_style, label
 
@@ -66,6 +66,12 @@ def seed_summary(runs: list) -> str:
     return f"{solved}/{len(runs)} solved" + (f" ({tail})" if tail else "")
 
 
+def interval_words(estimate: tuple, digits: int = 2) -> str:
+    """'1.71 (1.41 to 2.06)': an (estimate, low, high) of normlab_core.spread, with its 90 % bootstrap interval."""
+    est, lo, hi = estimate
+    return f"{est:.{digits}f} ({lo:.{digits}f} to {hi:.{digits}f})"
+
+
 def loss_axes(ax, title="Loss of every seed", n_steps=None):
     """Loss against step, from 0 to `n_steps` (the stored runs' steps by default), with the chance line."""
     ax.set_xlim(0, steps() if n_steps is None else n_steps)
@@ -115,7 +121,7 @@ def grad_norm_figure(per_layer: dict, depths, matrix: str, narrow: bool = False)
 
 def update_size_figure(depths, change: dict, narrow: bool = False):
     """Log-log: the RMS change of the logits after one Adam step, against depth, one line per variant (mean over
-    seeds, their range shaded). change maps a variant to an array (seeds, depths); narrow=True: for phones."""
+    seeds, its 90 % bootstrap interval over the seeds shaded). change maps a variant to an array (seeds, depths); narrow=True: for phones."""
     colors = {"post": COLORS["post"], "pre": COLORS["pre"], "peri": COLORS["layer_norm"], "deepnorm": "0.3"}
     names = PLACEMENT_NAMES
     depths = np.asarray(depths)
@@ -125,7 +131,8 @@ def update_size_figure(depths, change: dict, narrow: bool = False):
         for v, rows in change.items():
             rows = np.asarray(rows, dtype=float)
             ax.plot(depths, rows.mean(axis=0), "o-", ms=3.5, color=colors.get(v, "0.5"), label=names.get(v, v))
-            ax.fill_between(depths, rows.min(axis=0), rows.max(axis=0), color=colors.get(v, "0.5"), alpha=0.15, lw=0)
+            band = np.array([spread.mean_interval(rows[:, i])[1:] for i in range(rows.shape[1])])
+            ax.fill_between(depths, band[:, 0], band[:, 1], color=colors.get(v, "0.5"), alpha=0.2, lw=0)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(depths, [str(d) for d in depths])
@@ -136,6 +143,32 @@ def update_size_figure(depths, change: dict, narrow: bool = False):
             ax.legend(loc="upper left")
         label(ax, "depth (layers, log scale)", "RMS change of the logits",
               "One Adam step from\ninitialization" if narrow else "One Adam step from initialization")
+    return fig
+
+
+def grid_overview_figure(depths, solved: dict, narrow: bool = False):
+    """Share of runs that solved the task against depth, one line per series. solved maps a series name to a
+    list of (solved, runs) per depth; each point is labelled 'solved/runs'; narrow=True: for phones."""
+    colors = [COLORS["pre"], COLORS["post"], "0.45"]
+    styles = ["o-", "s-", "^--"]
+    fig = blank_figure(NARROW_IN, 3.6) if narrow else blank_figure(height=2.8)
+    with house_style():
+        ax = fig.subplots(1, 1)
+        for k, (name, counts) in enumerate(solved.items()):
+            share = [n / max(total, 1) for n, total in counts]
+            ax.plot(range(len(depths)), share, styles[k % 3], ms=4, color=colors[k % 3], label=name)
+            for i, (n, total) in enumerate(counts):
+                ax.annotate(f"{n}/{total}", (i, share[i]), textcoords="offset points",   # one corner per series
+                            xytext=((5, 5), (5, -12), (-30, 6))[k % 3],
+                            fontsize=7, color=colors[k % 3])
+        ax.set_xticks(range(len(depths)), [str(d) for d in depths])
+        ax.set_ylim(-0.08, 1.12)
+        ax.set_xlim(-0.3, len(depths) - 0.5)
+        if narrow:
+            fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=1)
+        else:
+            ax.legend(loc="lower left")
+        label(ax, "depth (layers)", "share of runs solved", "Runs that learnt the task, every learning rate")
     return fig
 
 
