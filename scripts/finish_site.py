@@ -559,9 +559,11 @@ def header_links(page: Path, site: Path, settings: dict) -> str:
                      f'to run it, see &quot;Run it in JupyterLab&quot; on the first page">.ipynb</a>')
         hub = hub_link(rel.with_suffix(".ipynb").as_posix(), settings.get("hub") or {})
         if hub:
+            # a phone shows "JupyterHub" only (normlab-book.css hides .nl-get-wide); the name stays whole
             links.append(f'<a class="btn btn-sm nl-get-link nl-get-hub" href="{html_lib.escape(hub)}" '
-                         f'title="Copies the book\'s notebooks into your home folder on the class\'s JupyterHub '
-                         f'(or updates them) and opens this one">Open in your class\'s JupyterHub</a>')
+                         f'aria-label="Open in your class\'s JupyterHub" title="Copies the book\'s notebooks into '
+                         f'your home folder on the class\'s JupyterHub (or updates them) and opens this one">'
+                         f'<span class="nl-get-wide">Open in your class\'s&nbsp;</span>JupyterHub</a>')
     if settings.get("repository"):
         links.append(f'<a class="btn btn-sm nl-get-link nl-get-repository" '
                      f'href="{html_lib.escape(settings["repository"])}" title="The source repository">Repository</a>')

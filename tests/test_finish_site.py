@@ -307,7 +307,9 @@ def test_every_notebook_page_and_the_exercises_open_in_the_class_hub_when_one_is
             assert not links and "JupyterHub" not in page.read_text(encoding="utf-8"), rel
             continue
         assert len(links) == 1, f"{rel}: {links} (python scripts/finish_site.py adds the link; see hub_link)"
-        assert "Open in your class's JupyterHub</a>" in page.read_text(encoding="utf-8"), rel
+        text = page.read_text(encoding="utf-8")
+        assert 'aria-label="Open in your class\'s JupyterHub"' in text, rel
+        assert "Open in your class's&nbsp;</span>JupyterHub</a>" in text, rel
         parts = urlsplit(links[0])
         assert (parts.scheme, parts.netloc, parts.path) == ("https", "hub.example.edu", "/hub/user-redirect/git-pull")
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
