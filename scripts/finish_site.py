@@ -569,7 +569,7 @@ def header_links(page: Path, site: Path, settings: dict) -> str:
                      f'href="{html_lib.escape(settings["repository"])}" title="The source repository">Repository</a>')
     if not links:
         return ""
-    return ('<span class="nl-get" role="group" aria-label="Downloads">' + "".join(links)
+    return ('<span class="nl-get" role="group" aria-label="Downloads and links">' + "".join(links)
             + "</span><!--/nl-get-->\n")
 
 
