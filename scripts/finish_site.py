@@ -464,7 +464,44 @@ def book_settings(root: Path = ROOT) -> dict:
     if not version and (root / "pyproject.toml").is_file():
         m = re.search(r'(?m)^version\s*=\s*"([^"]+)"', (root / "pyproject.toml").read_text(encoding="utf-8"))
         version = m.group(1) if m else ""
-    return {"repository": url, "version": version, "date": build_date(root)}
+    return {"repository": url, "version": version, "date": build_date(root), "hub": hub_settings(config)}
+
+
+def hub_settings(config: dict) -> dict:
+    """The class's JupyterHub from _config.yml's `classroom_hub` block ({} when jupyterhub_url is empty): the hub's
+    address, the git repository it clones (classroom_hub.repository, else repository.url), the branch and the
+    folder of each student's home it clones into."""
+    block = config.get("classroom_hub") or {}
+    if not isinstance(block, dict):
+        raise TypeError(f"classroom_hub in _config.yml must be a mapping, got {type(block).__name__}")
+    hub = str(block.get("jupyterhub_url") or "").strip().rstrip("/")
+    if not hub:
+        return {}
+    if urlsplit(hub).scheme not in ("http", "https") or not urlsplit(hub).netloc:
+        raise ValueError(f"classroom_hub.jupyterhub_url in _config.yml must be an http(s) address or empty, "
+                         f"got {hub!r}")
+    repo = str(block.get("repository") or (config.get("repository") or {}).get("url") or "").strip()
+    if not repo:
+        raise ValueError("classroom_hub.repository in _config.yml is empty (and so is repository.url): the hub "
+                         "needs a git address to clone the notebooks from")
+    branch = str(block.get("branch") or (config.get("repository") or {}).get("branch") or "main").strip()
+    folder = str(block.get("folder") or "normlab").strip().strip("/")
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", folder) or folder in (".", ".."):
+        raise ValueError(f"classroom_hub.folder in _config.yml must be one folder name (letters, digits, '.', "
+                         f"'_', '-'), got {folder!r}")
+    return {"url": hub, "repository": repo, "branch": branch, "folder": folder}
+
+
+def hub_link(notebook: str, hub: dict) -> str:
+    """The nbgitpuller address that opens `notebook` (its path in the repository, "notebooks/04_layer_norm.ipynb")
+    in JupyterLab on the class's hub, after cloning or updating the repository into ~/<folder>; '' with no hub."""
+    from urllib.parse import urlencode
+
+    if not hub:
+        return ""
+    query = urlencode({"repo": hub["repository"], "branch": hub["branch"], "targetpath": hub["folder"],
+                       "urlpath": f"lab/tree/{hub['folder']}/{notebook}"}, safe="/")
+    return f"{hub['url']}/hub/user-redirect/git-pull?{query}"
 
 
 def _pages(site: Path) -> list[Path]:
@@ -504,7 +541,8 @@ _HEADER_BUTTONS = '<div class="article-header-buttons">'
 
 def header_links(page: Path, site: Path, settings: dict) -> str:
     """The header's links for one page: the PDF edition (only when it is in the site), the page's notebook
-    (section pages), and the repository (only when its address is set)."""
+    (section pages) and, when _config.yml names a class JupyterHub, the notebook opened there (hub_link), and the
+    repository (only when its address is set)."""
     import html as html_lib
 
     site = Path(site)
@@ -519,12 +557,19 @@ def header_links(page: Path, site: Path, settings: dict) -> str:
         links.append(f'<a class="btn btn-sm nl-get-link nl-get-notebook" href="{href}" '
                      f'download="{rel.name}.ipynb" title="This section as a Jupyter notebook ({rel.name}.ipynb); '
                      f'to run it, see &quot;Run it in JupyterLab&quot; on the first page">.ipynb</a>')
+        hub = hub_link(rel.with_suffix(".ipynb").as_posix(), settings.get("hub") or {})
+        if hub:
+            # a phone shows "JupyterHub" only (normlab-book.css hides .nl-get-wide); the name stays whole
+            links.append(f'<a class="btn btn-sm nl-get-link nl-get-hub" href="{html_lib.escape(hub)}" '
+                         f'aria-label="Open in your class\'s JupyterHub" title="Copies the book\'s notebooks into '
+                         f'your home folder on the class\'s JupyterHub (or updates them) and opens this one">'
+                         f'<span class="nl-get-wide">Open in your class\'s&nbsp;</span>JupyterHub</a>')
     if settings.get("repository"):
         links.append(f'<a class="btn btn-sm nl-get-link nl-get-repository" '
                      f'href="{html_lib.escape(settings["repository"])}" title="The source repository">Repository</a>')
     if not links:
         return ""
-    return ('<span class="nl-get" role="group" aria-label="Downloads">' + "".join(links)
+    return ('<span class="nl-get" role="group" aria-label="Downloads and links">' + "".join(links)
             + "</span><!--/nl-get-->\n")
 
 

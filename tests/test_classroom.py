@@ -467,3 +467,91 @@ def _walk(room, steps, answers, sync_playwright):
                 with contextlib.suppress(Exception):
                     person.close()
             browser.close()
+
+
+# -- the book's "Open in your class's JupyterHub" link (nbgitpuller) -----------------------------------------
+HUB_NOTEBOOK = "notebooks/10_exercises.ipynb"   # the exercises page's notebook
+
+
+@contextlib.contextmanager
+def served_clone():
+    """A bare clone of this repository's HEAD (branch `book`), served read-only by `git daemon` on 127.0.0.1, as a
+    course's git host would serve it; yields (git address, branch, commit)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="normlab-hub-git-"))
+    folder.chmod(0o755)
+    daemon = None
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True, capture_output=True,
+                                text=True).stdout.strip()
+        bare = folder / "normlab.git"
+        subprocess.run(["git", "clone", "--quiet", "--bare", "--no-local", str(ROOT), str(bare)], check=True)
+        subprocess.run(["git", "-C", str(bare), "update-ref", "refs/heads/book", commit], check=True)
+        port = hub.free_port()
+        daemon = subprocess.Popen(["git", "daemon", "--export-all", f"--base-path={folder}", "--listen=127.0.0.1",
+                                   f"--port={port}", "--reuseaddr", str(folder)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        address = f"git://127.0.0.1:{port}/normlab.git"
+        for _ in range(100):   # until the daemon answers
+            if subprocess.run(["git", "ls-remote", address, "book"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError(f"git daemon does not serve {address}")
+        yield address, "book", commit
+    finally:
+        if daemon is not None:
+            daemon.terminate()
+            daemon.wait(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_student_follows_the_books_hub_link_into_the_notebook():
+    """The link the site puts on the exercises page (scripts/finish_site.py: hub_settings, hub_link), for a hub
+    at the classroom's address and this repository served by git: the student logs in, follows it, nbgitpuller
+    clones the repository into ~/normlab and JupyterLab opens the notebook."""
+    require_classroom()
+    from playwright.sync_api import sync_playwright
+
+    from scripts import finish_site
+
+    with served_clone() as (address, branch, commit), hub.Classroom(1, startup_timeout=120) as room:
+        settings = finish_site.hub_settings({"classroom_hub": {"jupyterhub_url": room.url, "repository": address,
+                                                               "branch": branch, "folder": "normlab"}})
+        link = finish_site.hub_link(HUB_NOTEBOOK, settings)
+        assert link.startswith(room.url + "hub/user-redirect/git-pull?"), link
+        student = room.students[0]
+        with sync_playwright() as pw:
+            browser = launch(pw)
+            try:
+                person = Person(browser, room, student)
+                person.submit_login()
+                person.wait_for_lab()
+                p = person.page
+                p.goto(link)
+                p.wait_for_url(re.compile(rf"/user/{re.escape(student)}/lab/tree/normlab/{re.escape(HUB_NOTEBOOK)}"),
+                               timeout=WAIT)
+                p.wait_for_selector("#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell",
+                                    timeout=WAIT)
+                tab = p.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
+                assert tab.inner_text().strip() == Path(HUB_NOTEBOOK).name, \
+                    f"the current tab is {tab.inner_text()!r} (pip install -r classroom/requirements.txt: nbgitpuller)"
+                # its first heading, rendered: the title of the repository's notebook
+                first = nbformat.read(ROOT / HUB_NOTEBOOK, as_version=4).cells[0].source.splitlines()[0]
+                heading = p.locator("#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden) "
+                                    ".jp-MarkdownCell h1").first
+                heading.wait_for(timeout=WAIT)
+                assert first.lstrip("# ").strip() in heading.inner_text(), (first, heading.inner_text())
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                p.screenshot(path=str(SHOTS / "student-hub-link-opened.png"))
+                assert not person.problems, person.problems
+            finally:
+                browser.close()
+        # the notebook the student's server opened is the repository's, in the student's own home
+        cloned = room.home(student) / "normlab" / HUB_NOTEBOOK
+        expected = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{HUB_NOTEBOOK}"], check=True,
+                                  capture_output=True).stdout
+        assert cloned.read_bytes() == expected
+        assert cloned.stat().st_uid == hub.pwd.getpwnam(student).pw_uid

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import shutil
 import zlib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("finish_site", ROOT / "scripts" / "finish_site.py")
@@ -251,3 +254,89 @@ def test_a_line_printed_in_two_chunks_stays_one_line_on_the_page():
 
     finish_site.setup(App())   # the extension as the book build loads it
     assert render.coalesce_streams is finish_site.whole_streams and "build-finished" in events
+
+
+# -- the class's JupyterHub: "Open in your class's JupyterHub" on the notebook pages ---------------------------
+def toc_files() -> list[str]:
+    """Every page of the book, from _toc.yml (root and chapters)."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
+
+
+def site_of_the_book(tmp_path: Path, hub_block: str) -> tuple[Path, dict]:
+    """Every page of _toc.yml as a made-up page, notebooks under _sources as Sphinx puts them, and the settings
+    book_settings reads from a made-up _config.yml with `hub_block` in it."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "_config.yml").write_text('title: "made up"\nrepository:\n  url: ""\n  branch: main\n' + hub_block,
+                                      encoding="utf-8")
+    site = tmp_path / "html"
+    for rel in toc_files():
+        page = site / f"{rel}.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f"<html><body>{HEADER}<article><p>{rel}</p></article></body></html>", encoding="utf-8")
+        if (ROOT / f"{rel}.ipynb").is_file():
+            source = site / "_sources" / f"{rel}.ipynb"
+            source.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / f"{rel}.ipynb", source)
+    settings = finish_site.book_settings(root)
+    finish_site.add_header_links(site, settings)
+    return site, settings
+
+
+def hub_hrefs(page: Path) -> list[str]:
+    import html
+
+    return [html.unescape(h) for h in hrefs(page) if "/git-pull?" in html.unescape(h)]
+
+
+def test_every_notebook_page_and_the_exercises_open_in_the_class_hub_when_one_is_configured(tmp_path):
+    from urllib.parse import parse_qs, urlsplit
+
+    site, settings = site_of_the_book(tmp_path, 'classroom_hub:\n  jupyterhub_url: "https://hub.example.edu/"\n'
+                                                '  repository: "https://git.example.edu/course/normlab.git"\n'
+                                                '  branch: spring\n  folder: normlab\n')
+    notebooks = [rel for rel in toc_files() if (ROOT / f"{rel}.ipynb").is_file()]
+    assert "notebooks/10_exercises" in notebooks and len(notebooks) >= 10, notebooks
+    for rel in toc_files():
+        page = site / f"{rel}.html"
+        links = hub_hrefs(page)
+        if rel not in notebooks:
+            assert not links and "JupyterHub" not in page.read_text(encoding="utf-8"), rel
+            continue
+        assert len(links) == 1, f"{rel}: {links} (python scripts/finish_site.py adds the link; see hub_link)"
+        text = page.read_text(encoding="utf-8")
+        assert 'aria-label="Open in your class\'s JupyterHub"' in text, rel
+        assert "Open in your class's&nbsp;</span>JupyterHub</a>" in text, rel
+        parts = urlsplit(links[0])
+        assert (parts.scheme, parts.netloc, parts.path) == ("https", "hub.example.edu", "/hub/user-redirect/git-pull")
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        assert query == {"repo": "https://git.example.edu/course/normlab.git", "branch": "spring",
+                         "targetpath": "normlab", "urlpath": f"lab/tree/normlab/{rel}.ipynb"}, rel
+        # the path the link opens is the notebook in the repository the hub clones
+        assert (ROOT / query["urlpath"].removeprefix("lab/tree/normlab/")).is_file()
+    finish_site.add_header_links(site, settings)   # a second run keeps one link
+    assert len(hub_hrefs(site / "notebooks" / "10_exercises.html")) == 1
+
+
+def test_no_hub_link_without_a_hub_and_the_hub_settings_are_checked(tmp_path):
+    site, settings = site_of_the_book(tmp_path, 'classroom_hub:\n  jupyterhub_url: ""\n  repository: ""\n')
+    assert settings["hub"] == {}
+    for rel in toc_files():
+        page = site / f"{rel}.html"
+        assert not hub_hrefs(page) and "JupyterHub" not in page.read_text(encoding="utf-8"), rel
+    assert finish_site.hub_settings({}) == {}
+    # the repository defaults to repository.url
+    got = finish_site.hub_settings({"repository": {"url": "https://example.org/n.git", "branch": "main"},
+                                    "classroom_hub": {"jupyterhub_url": "https://hub.example.edu"}})
+    assert got == {"url": "https://hub.example.edu", "repository": "https://example.org/n.git", "branch": "main",
+                   "folder": "normlab"}
+    for block, words in [({"jupyterhub_url": "hub.example.edu", "repository": "x"}, "jupyterhub_url"),
+                         ({"jupyterhub_url": "https://hub.example.edu"}, "classroom_hub.repository"),
+                         ({"jupyterhub_url": "https://h.edu", "repository": "x", "folder": "../up"}, "folder")]:
+        with pytest.raises(ValueError, match=words):
+            finish_site.hub_settings({"classroom_hub": block})
+    with pytest.raises(TypeError, match="classroom_hub"):
+        finish_site.hub_settings({"classroom_hub": "https://hub.example.edu"})
