@@ -88,7 +88,8 @@ def pytest_xdist_make_scheduler(config, log):
 # explorable and the grading judge, without their slowest tests (QUICK_EXCEPT).
 AREAS = {
     "maths": ["test_maths.py", "test_norm_registry.py", "test_geometry.py", "test_backward_complete.py",
-              "test_batch_norm_contrast.py", "test_low_precision.py", "test_transformer.py", "test_model_norms.py",
+              "test_norm_axes_block.py", "test_batch_norm_contrast.py", "test_low_precision.py", "test_transformer.py",
+              "test_model_norms.py",
               "test_scale_*.py"],
     "mechanism": ["test_mechanism.py", "test_static.py", "test_catalog.py", "test_threads.py", "test_quick_*.py"],
     "notebooks": ["test_parameter*.py", "test_prose_numbers.py", "test_notebook_hygiene.py",
