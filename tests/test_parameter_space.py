@@ -64,9 +64,6 @@ REPORTED = [
 # or all-zero input with EPS = 0 (0/0), or a gain of 0 (a sensitivity of 0, whose log is taken), which the cell
 # should show and explain instead.
 KNOWN = {
-    "06_comparing-corners0": "cell 19: 0/0 for a constant input with EPS = 0, numpy's bare 'invalid value' warning",
-    "06_comparing-corners1": "the re-stretch cell: A all zero with EPS = 0 gives NaN, which precision.round_to refuses",
-    "06_comparing-corners3": "cell 13: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
     "07_pre_post_norm-corners0": "cells 21 and 26: log of a sensitivity of 0 (GAIN = 0), numpy's bare warning",
     "07_pre_post_norm-corners1": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
     "07_pre_post_norm-corners2": "cell 19: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
