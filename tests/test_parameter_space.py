@@ -64,11 +64,7 @@ REPORTED = [
 # or all-zero input with EPS = 0 (0/0), or a gain of 0 (a sensitivity of 0, whose log is taken), which the cell
 # should show and explain instead.
 KNOWN = {
-    "07_pre_post_norm-corners0": "cells 21 and 26: log of a sensitivity of 0 (GAIN = 0), numpy's bare warning",
-    "07_pre_post_norm-corners1": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
-    "07_pre_post_norm-corners2": "cell 19: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
     "07_pre_post_norm-corners3": "cells 19 and 26: an all-zero X0 with EPS = 0 divides by 0 in the norms",
-    "07_pre_post_norm-corners4": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
     "09_key_takeaways-corners0": "cells 11 and 36: a constant X_SIX with EPS = 0 divides by 0 in LayerNorm",
     "09_key_takeaways-corners1": "cells 11, 33 and 49: zero vectors with EPS = 0 divide by 0 in both norms",
 }
