@@ -64,8 +64,6 @@ REPORTED = [
 # or all-zero input with EPS = 0 (0/0), or a gain of 0 (a sensitivity of 0, whose log is taken), which the cell
 # should show and explain instead.
 KNOWN = {
-    "09_key_takeaways-corners0": "cells 11 and 36: a constant X_SIX with EPS = 0 divides by 0 in LayerNorm",
-    "09_key_takeaways-corners1": "cells 11, 33 and 49: zero vectors with EPS = 0 divide by 0 in both norms",
 }
 
 
