@@ -63,18 +63,7 @@ REPORTED = [
 # until the cell named is fixed (then the run passes, this strict xfail fails, and the entry goes). Each is a constant
 # or all-zero input with EPS = 0 (0/0), or a gain of 0 (a sensitivity of 0, whose log is taken), which the cell
 # should show and explain instead.
-KNOWN = {
-    "06_comparing-corners0": "cell 19: 0/0 for a constant input with EPS = 0, numpy's bare 'invalid value' warning",
-    "06_comparing-corners1": "the re-stretch cell: A all zero with EPS = 0 gives NaN, which precision.round_to refuses",
-    "06_comparing-corners3": "cell 13: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
-    "07_pre_post_norm-corners0": "cells 21 and 26: log of a sensitivity of 0 (GAIN = 0), numpy's bare warning",
-    "07_pre_post_norm-corners1": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
-    "07_pre_post_norm-corners2": "cell 19: 0/0 in a scalar ratio, numpy's bare 'invalid value' warning",
-    "07_pre_post_norm-corners3": "cells 19 and 26: an all-zero X0 with EPS = 0 divides by 0 in the norms",
-    "07_pre_post_norm-corners4": "cells 21 and 26: log of a sensitivity of 0, numpy's bare warning",
-    "09_key_takeaways-corners0": "cells 11 and 36: a constant X_SIX with EPS = 0 divides by 0 in LayerNorm",
-    "09_key_takeaways-corners1": "cells 11, 33 and 49: zero vectors with EPS = 0 divide by 0 in both norms",
-}
+KNOWN: dict[str, str] = {}   # none left: every corner of 06, 07 and 09 now runs clean
 
 
 def edit_source(values: dict | str) -> str:
