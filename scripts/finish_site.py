@@ -391,12 +391,54 @@ def _join_streams_whole() -> None:
 
 def setup(app):
     _join_streams_whole()
+    register_citation_styles()
     app.connect("html-page-context", _add_head)
     app.connect("build-finished", _on_build_finished)
     app.connect("html-page-context", _drop_thebe_assets, priority=900)
     app.connect("doctree-resolved", _drop_thebe_nodes, priority=900)
     app.connect("doctree-resolved", _link_figures, priority=950)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+# -- citations: the styles _config.yml names for sphinxcontrib-bibtex ------------------------------------
+def _author_year_label(entry) -> str:
+    """'Xiong et al., 2020', 'Zhang and Sennrich, 2019', 'PyTorch Contributors, n.d.-b' (braces of an
+    organisation's name dropped)."""
+    people = entry.persons.get("author", [])
+    names = [" ".join(p.prelast_names + p.last_names).replace("{", "").replace("}", "") for p in people]
+    others = len(people) > 2 or any(str(p) == "others" for p in people)
+    who = f"{names[0]} et al." if others else " and ".join(names)
+    return f"{who}, {entry.fields.get('year', 'n.d.')}"
+
+
+def register_citation_styles() -> None:
+    """Register 'author_year_round' (citations read "Xiong et al. (2020)" and "(Xiong et al., 2020)", in round
+    brackets) and 'plain_author_year' (pybtex's plain list, each entry labelled by the same author and year)."""
+    import pybtex.plugin
+    import sphinxcontrib.bibtex.plugin
+    from pybtex.style.formatting.plain import Style as PlainStyle
+    from pybtex.style.labels import BaseLabelStyle
+    from sphinxcontrib.bibtex.style.referencing import BracketStyle
+    from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
+
+    class RoundAuthorYear(AuthorYearReferenceStyle):
+        def __init__(self, **kwargs):
+            for kind in ("textual", "parenthetical", "author", "label", "year"):
+                kwargs.setdefault(f"bracket_{kind}", BracketStyle(left="(", right=")"))
+            super().__init__(**kwargs)
+
+    class AuthorYearLabels(BaseLabelStyle):
+        def format_labels(self, sorted_entries):
+            for entry in sorted_entries:
+                yield _author_year_label(entry)
+
+    class PlainAuthorYear(PlainStyle):
+        default_label_style = "author_year"
+
+    pybtex.plugin.register_plugin("pybtex.style.labels", "author_year", AuthorYearLabels, force=True)
+    pybtex.plugin.register_plugin("pybtex.style.formatting", "plain_author_year", PlainAuthorYear, force=True)
+    sphinxcontrib.bibtex.plugin.register_plugin("sphinxcontrib.bibtex.style.referencing", "author_year_round",
+                                                RoundAuthorYear, force=True)
 
 
 # -- taking the book along: header links, footer edition, citation file ----------------------------------------
