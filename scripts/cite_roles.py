@@ -105,32 +105,28 @@ def _sentence(text: str, start: int, end: int) -> tuple[str, int]:
     return text[begin: end + 200], start - begin
 
 
+def _mask(text: str) -> str:
+    """`text` with code spans, maths, roles and link targets blanked out (same length, so places agree)."""
+    return _PROTECT.sub(lambda m: "\0" * len(m.group(0)), text)
+
+
+def _apply(text: str, edits: list) -> str:
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
 def convert_text(text: str, entries: dict, problems: list, where: str = "") -> str:
     """The text with its citations as roles; unresolved citations are appended to `problems`."""
-    pieces, last = [], 0
-    for m in _PROTECT.finditer(text):
-        pieces.append((text[last:m.start()], True, last))
-        pieces.append((m.group(0), False, m.start()))
-        last = m.end()
-    pieces.append((text[last:], True, last))
-    full = text
-
-    def narrative(m, base):
-        key, skip = resolve(m["who"], m["year"], *_sentence(full, base + m.start(), base + m.end())[:1],
-                            entries, at=_sentence(full, base + m.start(), base + m.end())[1])
-        if key is None:
-            problems.append(f"{where}{m.group(0)}")
-            return m.group(0)
-        lead = " ".join(m["who"].split()[:skip])
-        return (lead + " " if lead else "") + f"{{cite:t}}`{key}`"
-
-    def parens(m, base):
+    edits = []
+    masked = _mask(text)
+    for m in PARENS.finditer(masked):
         inner = m.group(1)
         cites = list(CITE_IN_PARENS.finditer(inner))
         if not cites:
-            return m.group(0)
-        context, at = _sentence(full, base + m.start(), base + m.end())
-        keys, out, pos, bad = [], [], 0, False
+            continue
+        context, at = _sentence(text, m.start(), m.end())
+        keys, out, bad = [], [], False
         for c in cites:
             key, skip = resolve(c["who"], c["year"], context, entries, at=at + 1 + c.start())
             if key is None:
@@ -141,25 +137,25 @@ def convert_text(text: str, entries: dict, problems: list, where: str = "") -> s
             keys.append(key)
             out.append((c.start() + (len(lead) + 1 if lead else 0), c.end(), key))
         if bad:
-            return m.group(0)
-        rest = inner
-        for s, e, _ in reversed(out):
-            rest = rest[:s] + rest[e:]
+            continue
+        rest = _apply(inner, [(s, e, "") for s, e, _ in out])
         if re.fullmatch(r"[\s;,]*", rest):
-            return f"{{cite:p}}`{','.join(keys)}`"
-        new = inner
-        for s, e, key in reversed(out):
-            new = new[:s] + f"{{cite:alp}}`{key}`" + new[e:]
-        return f"({new})"
+            edits.append((m.start(), m.end(), f"{{cite:p}}`{','.join(keys)}`"))
+        else:
+            original = text[m.start() + 1:m.end() - 1]
+            edits.append((m.start() + 1, m.end() - 1, _apply(original, [(s, e, f"{{cite:alp}}`{k}`") for s, e, k in out])))
+    text = _apply(text, edits)
 
-    out = []
-    for chunk, live, base in pieces:
-        if live:  # (the narrative pass sees offsets shifted by the first pass's roles: context only)
-            chunk = PARENS.sub(lambda m, b=base: parens(m, b), chunk)
-            chunk = CITE_NARRATIVE.sub(lambda m, b=base: narrative(m, b), chunk)
-        out.append(chunk)
-    del full
-    text = "".join(out)
+    edits = []
+    for m in CITE_NARRATIVE.finditer(_mask(text)):
+        context, at = _sentence(text, m.start(), m.end())
+        key, skip = resolve(m["who"], m["year"], context, entries, at=at)
+        if key is None:
+            problems.append(f"{where}{m.group(0)}")
+            continue
+        lead = " ".join(m["who"].split()[:skip])
+        edits.append((m.start(), m.end(), (lead + " " if lead else "") + f"{{cite:t}}`{key}`"))
+    text = _apply(text, edits)
     # a surname's particle ("van Laarhoven") stays in front of the role, which prints it itself
     return re.sub(r"\b(van|von|de|der) (\{cite:[a-z]+\}`(\w+)`)", lambda m: m.group(2) if entries.get(
         m.group(3), {}).get("authors", [""])[0].startswith(m.group(1) + " ") else m.group(0), text)
