@@ -105,7 +105,13 @@ def render(data: dict) -> str:
              "## Where each value was read", "",
              "Line numbers are those of the file at the commit named; a file read through a search index, "
              "without its line numbers, has none.", "", *sources(data), "", END]
-    return "\n".join(parts)
+    from scripts import cite_roles  # the citations as the rest of the book writes them: roles on book/references.bib
+
+    problems: list = []
+    text = cite_roles.convert_text("\n".join(parts), cite_roles.read_bib(), problems)
+    if problems:
+        raise ValueError(f"data: citations that book/references.bib cannot resolve: {problems}")
+    return text
 
 
 def splice(page: str, block: str) -> str:

@@ -63,7 +63,7 @@ def test_slim_own_assets_strips_comments_and_keeps_the_code(tmp_path):
     assert saved > 30 and finish_site.slim_own_assets(tmp_path) == 0
 
 
-# -- taking the book along: header links, footer, citations --------------------------------------------
+# -- taking the book along: header links, footer, citation file --------------------------------------------
 HEADER = '<div class="article-header-buttons">\n<button class="theme-switch-button"></button>\n</div>'
 
 
@@ -165,55 +165,6 @@ def test_build_date_follows_source_date_epoch_then_the_last_commit(tmp_path):
 
     with pytest.raises(ValueError, match="SOURCE_DATE_EPOCH.*'yesterday'"):
         finish_site.build_date(ROOT, {"SOURCE_DATE_EPOCH": "yesterday"})
-
-
-BIBLIOGRAPHY = """<article><p>Intro (Liu et al., 2020). The RAdam paper (Liu et al., 2020).</p>
-<section id="bibliography"><h2>Bibliography</h2><ul class="simple">
-<li><p>Liyuan Liu, Xiaodong Liu and Jiawei Han (2020). Understanding the Difficulty of Training.</p></li>
-<li><p>Liyuan Liu, Haoming Jiang and Jiawei Han (2020). On the Variance of the Adaptive Learning Rate.</p></li>
-<li><p>Hugo Touvron, Thibaut Lavril and others (2023). LLaMA: Open and Efficient Foundation.</p></li>
-<li><p>Hugo Touvron, Louis Martin and others (2023). Llama 2: Open Foundation and Fine-Tuned.</p></li>
-<li><p>Alex Henry, Prudhvi Raj Dachapally and Yuxuan Chen (2020). Query-Key Normalization.</p></li>
-<li><p>Mostafa Dehghani and others (2023). Scaling Vision Transformers to 22 Billion Parameters. ICML 2023.</p></li>
-<li><p>Shaked Brody, Uri Alon and Eran Yahav (2023). On the Expressivity Role of LayerNorm. ACL.</p></li>
-<li><p>B. P. Welford (1962). Note on a Method for Calculating Corrected Sums of Squares. Technometrics.</p></li>
-</ul></section></article>"""
-PAGE = """<article><h2>Welford (1962) in a heading</h2>
-<p>One sweep (Welford, 1962, the update). QK-norm (Henry et al., 2020; Dehghani et al., 2023) at ICML 2023; as
-Brody, Alon and Yahav (2023) show. The paper that introduced RAdam, Liu et al. (2020). Amplification:
-Liu et al. (2020). The Llama 2 weights: Touvron et al. (2023). <code>Welford (1962)</code>
-<a href="https://doi.org">Welford (1962)</a> (Smith et al., 2031).</p></article>"""
-
-
-def test_citations_link_to_their_bibliography_entry(tmp_path):
-    import re
-
-    site = tmp_path / "html"
-    (site / "book").mkdir(parents=True)
-    (site / "notebooks").mkdir()
-    (site / "book" / "references.html").write_text(BIBLIOGRAPHY, encoding="utf-8")
-    (site / "notebooks" / "05.html").write_text(PAGE, encoding="utf-8")
-    made, unknown = finish_site.link_citations(site)
-    refs = (site / "book" / "references.html").read_text(encoding="utf-8")
-    ids = re.findall(r'<li id="([^"]+)">', refs)
-    assert ids == ["ref-liu-2020", "ref-liu-2020-2", "ref-touvron-2023", "ref-touvron-2023-2", "ref-henry-2020",
-                   "ref-dehghani-2023", "ref-brody-2023", "ref-welford-1962"]
-    page = (site / "notebooks" / "05.html").read_text(encoding="utf-8")
-    links = re.findall(r'<a class="reference internal nl-cite" href="([^"]*)">(.*?)</a>', page, re.S)
-    assert [(h, re.sub(r"\s+", " ", t)) for h, t in links] == [
-        ("../book/references.html#ref-welford-1962", "Welford, 1962"),
-        ("../book/references.html#ref-henry-2020", "Henry et al., 2020"),
-        ("../book/references.html#ref-dehghani-2023", "Dehghani et al., 2023"),
-        ("../book/references.html#ref-brody-2023", "Brody, Alon and Yahav (2023)"),
-        ("../book/references.html#ref-liu-2020-2", "Liu et al. (2020)"),
-        ("../book/references.html#ref-liu-2020", "Liu et al. (2020)"),
-        ("../book/references.html#ref-touvron-2023-2", "Touvron et al. (2023)")]
-    assert "<h2>Welford (1962) in a heading</h2>" in page and "<code>Welford (1962)</code>" in page
-    assert "at ICML 2023;" in page and '<a href="https://doi.org">Welford (1962)</a>' in page
-    assert unknown == ["notebooks/05.html: Smith et al., 2031"]
-    assert re.findall(r'href="(#[^"]+)"', refs) == ["#ref-liu-2020", "#ref-liu-2020-2"]  # the page itself
-    assert made == 9
-    assert finish_site.link_citations(site) == (0, unknown)  # idempotent
 
 
 def test_captions_lose_sphinx_figure_numbers(tmp_path):

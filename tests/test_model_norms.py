@@ -1,7 +1,7 @@
 """The page "What models actually do" (book/models.md) and its data (normlab_core/data/model_norms.json).
 
 The table on the page is parsed back from the Markdown and compared with the data cell by cell; every cell names
-sources that exist, every source has its entry in the bibliography of book/references.md, and every value a cell
+sources that exist, every source has its entry in book/references.bib, and every value a cell
 claims from code or configuration is shown by a line copied from that file at the cited commit (stored in the data
 as `quotes`), which the test reads independently of the cell's text.
 """
@@ -13,8 +13,9 @@ import re
 from pathlib import Path
 
 import pytest
-from test_references import CITATION, listed
+from test_references import ROLE
 
+from scripts import cite_roles
 from scripts import model_norms_page as mnp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,8 +46,8 @@ def numbers(text: str) -> set[float]:
 
 
 def bibliography() -> list[str]:
-    text = (ROOT / "book" / "references.md").read_text(encoding="utf-8").split("## Bibliography", 1)[1]
-    return [ln[2:] for ln in text.splitlines() if ln.startswith("- ")]
+    """Each entry of book/references.bib as 'Title' (the title is what a source's `bib` string must carry)."""
+    return [e["title"] for e in cite_roles.read_bib().values()]
 
 
 def test_the_rows_are_the_models_asked_for_in_order():
@@ -102,21 +103,17 @@ def test_every_source_says_where_it_was_read():
 
 
 def test_every_source_has_its_entry_in_the_bibliography():
-    entries = bibliography()
-    works = listed()
+    titles = bibliography()
     for sid, src in DATA["sources"].items():
-        bib = src["bib"]
-        found = [e for e in entries if e.startswith(bib) and (bib.endswith("?") or e[len(bib):][:1] in (".", ":"))]
-        assert len(found) == 1, f"{sid}: {bib!r} is not (once) in book/references.md"
-        who, year = re.match(r"(.+?) \((\d{4}|n\.d\.)\)\.", bib).groups()
-        first = re.split(r",| and ", who)[0].split()[-1]
-        assert (first, year) in works, sid
+        title = mnp.title(src["bib"])
+        found = [t for t in titles if t == title or t.startswith(title + ":")]
+        assert len(found) == 1, f"{sid}: {title!r} is not (once) a title in book/references.bib"
 
 
 def test_citations_on_the_page_name_listed_works():
-    cited = {(who.split()[0], year) for who, year in CITATION.findall(PAGE)}
-    assert len(cited) >= 6
-    assert cited <= listed(), sorted(cited - listed())
+    keys = set(cite_roles.read_bib())
+    cited = {k.strip() for m in ROLE.finditer(PAGE) for k in m.group(1).split(",")}
+    assert cited and cited <= keys, sorted(cited - keys)
 
 
 def test_quoted_lines_show_the_values():
