@@ -121,7 +121,8 @@ def grad_norm_figure(per_layer: dict, depths, matrix: str, narrow: bool = False)
 
 def update_size_figure(depths, change: dict, narrow: bool = False):
     """Log-log: the RMS change of the logits after one Adam step, against depth, one line per variant (mean over
-    seeds, its 90 % bootstrap interval over the seeds shaded). change maps a variant to an array (seeds, depths); narrow=True: for phones."""
+    seeds, its 90 % bootstrap interval over the seeds shaded). change maps a variant to an array (seeds, depths);
+    narrow=True: for phones."""
     colors = {"post": COLORS["post"], "pre": COLORS["pre"], "peri": COLORS["layer_norm"], "deepnorm": "0.3"}
     names = PLACEMENT_NAMES
     depths = np.asarray(depths)
