@@ -76,7 +76,7 @@ def test_stored_student_notebook_is_up_to_date(course):
 def test_book_copy_tags_let_every_tool_run_what_it_should():
     stored = nbformat.read(STORED, as_version=4)
     student_cells = [c for c in stored.cells if mx.is_student_cell(c)]
-    assert len(student_cells) == 26  # 12 answer cells (two optional) and 14 check cells
+    assert len(student_cells) == 30  # 14 answer cells (two optional) and 16 check cells
     for cell in stored.cells:
         tags = set(cell.metadata.get("tags", []))
         assert "skip-execution" not in tags  # nbgrader validate would skip such a cell
