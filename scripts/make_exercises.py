@@ -117,6 +117,12 @@ def is_check_cell(cell) -> bool:
     return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+def is_plumbing_cell(cell) -> bool:
+    """True for a locked code cell that is not a check (the setup and data cells): the book hides its code."""
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("locked")) and not meta.get("grade")
+
+
 # The book's copy opens with a figure from the stored runs (exercise 8's question); the release has no such cell.
 TEASER_ID = "book-teaser"
 TEASER = """\
@@ -150,7 +156,8 @@ def teaser_cell() -> nbformat.NotebookNode:
 
 def book_version(released: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The released notebook with every answer cell and check cell tagged for the book and nbval, check cells
-    folded (hide-cell, collapsed in JupyterLab), and the opening figure after the first cell."""
+    folded (hide-cell, collapsed in JupyterLab), set-up and data cells with their code hidden (hide-input), and
+    the opening figure after the first cell."""
     nb = nbformat.from_dict(released)
     for cell in nb.cells:
         if is_student_cell(cell):
@@ -159,6 +166,9 @@ def book_version(released: nbformat.NotebookNode) -> nbformat.NotebookNode:
             if is_check_cell(cell) and "hide-cell" not in tags:
                 cell.metadata["tags"].append("hide-cell")
                 cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+        elif is_plumbing_cell(cell) and "hide-input" not in cell.metadata.get("tags", []):
+            cell.metadata["tags"] = [*cell.metadata.get("tags", []), "hide-input"]
+            cell.metadata["jupyter"] = {"source_hidden": True}
     if not any(c.get("id") == TEASER_ID for c in nb.cells):
         nb.cells.insert(1, teaser_cell())
     return nb

@@ -85,6 +85,8 @@ def test_book_copy_tags_let_every_tool_run_what_it_should():
             assert tags == set(mx.BOOK_TAGS) | ({"hide-cell"} if mx.is_check_cell(cell) else set())
             assert cell.metadata.get("jupyter", {}).get("source_hidden", False) is mx.is_check_cell(cell)
             assert cell.outputs == []
+        elif mx.is_plumbing_cell(cell):   # set-up and data cells: their code hidden, their printout shown
+            assert "hide-input" in tags and cell.metadata["jupyter"]["source_hidden"] is True
         elif cell.cell_type == "code":
             assert cell.execution_count is not None
             assert all(o.output_type != "error" for o in cell.outputs)
