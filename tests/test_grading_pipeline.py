@@ -76,7 +76,7 @@ def grades_csv(graded):
 def test_every_submission_scores_what_it_deserves(graded):
     course, source, _, proc, _, _ = graded
     points = auto_cells(source)
-    assert sum(points.values()) == 21
+    assert sum(points.values()) == 24
     wrong = {}
     for student, lost in EXPECTED_LOST.items():
         scores = cell_scores(course, student)
@@ -98,7 +98,7 @@ def test_the_report_lists_failures_cells_put_back_and_submissions_to_review(grad
                      tail), tail
     assert grades_csv["crash"]["score"] == grades_csv["crash"]["raw_score"] == "", "must not look like a 0"
     assert grades_csv["blank"]["score"] in ("0", "0.0") and grades_csv["blank"]["grading_status"] == "ok"
-    assert float(grades_csv["reference"]["score"]) == 21.0
+    assert float(grades_csv["reference"]["score"]) == 24.0
     put_back = stdout[stdout.index("Cells put back from the release"):stdout.index("Submissions marked for review")]
     assert put_back.count("\n  ") == 1 and "deleted: " in put_back, put_back
     for item in ("check cell test_ex1_function was deleted", "check cell test_ex4_speedup was deleted",
