@@ -111,13 +111,66 @@ def is_student_cell(cell) -> bool:
     return cell.cell_type == "code" and bool(meta.get("solution") or meta.get("grade"))
 
 
+def is_check_cell(cell) -> bool:
+    """True for a check cell (graded, not an answer): it only checks, so the book folds it away."""
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def is_plumbing_cell(cell) -> bool:
+    """True for a locked code cell that is not a check (the setup and data cells): the book hides its code."""
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("locked")) and not meta.get("grade")
+
+
+# The book's copy opens with a figure from the stored runs (exercise 8's question); the release has no such cell.
+TEASER_ID = "book-teaser"
+TEASER = """\
+# The transformer of "Does it train?" at depth 12, at initialization: each layer's gradient, in both wirings.
+import numpy as np
+
+from normlab_core import data, training
+from normlab_core.display import show_figure
+from normlab_core.figures.training_runs import grad_norm_figure
+
+_column = training.GRAD_GROUPS.index("mlp.w2")
+_at_init = {(p, 12): np.mean([np.array(r["grad_norms_at_init"])[:, _column]
+                              for r in data.load().select(placement=p, depth=12, lr=3e-3, warmup=0.0)], axis=0)
+            for p in ("post", "pre")}
+show_figure(grad_norm_figure, _at_init, (12,), "mlp.w2")
+"""
+TEASER_CAPTION = ("Both wirings of the 12-layer transformer of *Does it train?* start with a healthy gradient "
+                  "in every layer. Exercise 8 asks whether that tells you which one trains.")
+
+
+def teaser_cell() -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(TEASER)
+    cell.id = TEASER_ID
+    cell.metadata["tags"] = ["remove-input"]
+    cell.metadata["jupyter"] = {"source_hidden": True}
+    cell.metadata["mystnb"] = {"figure": {"caption": TEASER_CAPTION},
+                               "image": {"alt": "Gradient norm of each layer's second MLP matrix at "
+                                         "initialization, post-norm and pre-norm, 12 layers"}}
+    return cell
+
+
 def book_version(released: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The released notebook with every answer cell and check cell tagged for the book and nbval."""
+    """The released notebook with every answer cell and check cell tagged for the book and nbval, check cells
+    folded (hide-cell, collapsed in JupyterLab), set-up and data cells with their code hidden (hide-input), and
+    the opening figure after the first cell."""
     nb = nbformat.from_dict(released)
     for cell in nb.cells:
         if is_student_cell(cell):
             tags = [t for t in cell.metadata.get("tags", []) if t != SKIP]
             cell.metadata["tags"] = tags + [t for t in BOOK_TAGS if t not in tags]
+            if is_check_cell(cell) and "hide-cell" not in tags:
+                cell.metadata["tags"].append("hide-cell")
+                cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+        elif is_plumbing_cell(cell) and "hide-input" not in cell.metadata.get("tags", []):
+            cell.metadata["tags"] = [*cell.metadata.get("tags", []), "hide-input"]
+            cell.metadata["jupyter"] = {"source_hidden": True}
+    if not any(c.get("id") == TEASER_ID for c in nb.cells):
+        nb.cells.insert(1, teaser_cell())
     return nb
 
 

@@ -59,9 +59,7 @@ NOT_YET_REWRITTEN = {
     ("book/models", "number sentences"),
     ("book/models", "words"),
     ("notebooks/07_pre_post_norm", "screens"),
-    ("notebooks/10_exercises", "first figure"),
     ("notebooks/10_exercises", "screens"),
-    ("notebooks/10_exercises", "words"),
     ("notebooks/11_does_it_train", "screens"),
     ("notebooks/11_does_it_train", "words"),
 }

@@ -89,6 +89,7 @@ PART_CELLS = {
     "2a": ["test_ex2_backward", "test_ex2_hidden"], "2b": ["test_ex2_central_difference"], "2c": ["test_ex2_check"],
     "3": ["test_ex3_visible", "test_ex3_hidden"], "4a": ["test_ex4_small", "test_ex4_counts"],
     "4b": ["test_ex4_speedup"], "7": ["test_ex7_visible", "test_ex7_hidden"],
+    "8a": ["test_ex8_grads"], "8b": ["test_ex8_observed"],
 }
 
 # --- plausible mistakes, one per autograded part -----------------------------------------------------------
@@ -189,15 +190,47 @@ def learning_rate(step, steps, peak, warmup):
     p = (step - n_warm) / max(1, steps - 1 - n_warm)
     return peak * (0.1 + 0.45 * (1.0 + np.cos(np.pi * p)))
 """),
+    # 8(a): post-norm's way back forgets the identity path (g = g_v instead of g_v + g_v W^T)
+    "8a": ("ex8_grads", """
+def grad_norms(x, weights, dy, placement):
+    h = np.asarray(x, dtype=np.float64)
+    kept = []
+    for w in weights:
+        if placement == "pre":
+            kept.append((h, rms_norm(h)))
+            h = h + kept[-1][1] @ w
+        else:
+            kept.append((h, h + h @ w))
+            h = rms_norm(kept[-1][1])
+    g = np.asarray(dy, dtype=np.float64)
+    norms = []
+    for w, (h_in, a) in zip(reversed(weights), reversed(kept)):
+        if placement == "pre":
+            norms.append(np.linalg.norm(a.T @ g))
+            g = g + rmsnorm_backward(g @ w.T, h_in)
+        else:
+            g_v = rmsnorm_backward(g, a)
+            norms.append(np.linalg.norm(h_in.T @ g_v))
+            g = g_v @ w.T
+    return np.array(norms[::-1])
+
+
+post_norms = grad_norms(x_stack, w_stack, dy_stack, "post")
+pre_norms = grad_norms(x_stack, w_stack, dy_stack, "pre")
+"""),
+    # 8(b): the guess copied into the observation instead of reading the grid
+    "8b": ("ex8_observed", """
+predicted_solved = observed_solved = 3
+"""),
 }
 
 # Parts whose mistakes stay independent when they share a notebook, and what each notebook loses.
 WRONG_GROUPS = {
-    "wrong_a": ("1a", "2c", "3", "4b"),
+    "wrong_a": ("1a", "2c", "3", "4b", "8a"),
     "wrong_b": ("1b", "2a", "4a"),   # 2(c) uses 2(a), 4(b) uses 4(a)
-    "wrong_c": ("1c", "2b", "7"),    # a one-sided difference still agrees with 2(a) to under 1e-6 in 2(c)
+    "wrong_c": ("1c", "2b", "7", "8b"),    # a one-sided difference still agrees with 2(a) to under 1e-6 in 2(c)
 }
-DEPENDENT = {"2a": ("2c",), "4a": ("4b",)}
+DEPENDENT = {"2a": ("2c", "8a"), "4a": ("4b",)}   # 8(a) runs the stack's way back with 2(a)
 
 DELEGATING = {
     "ex1_function": """
@@ -653,14 +686,16 @@ EXPECTED_LOST = {
     **{name: lost_cells(parts) for name, parts in WRONG_GROUPS.items()},
     # the delegated parts, and in the sandbox 1(b), 2(c) and 4(b) too: the graded copy of normlab_core has no
     # reference implementations (and its layer_norm takes eps=1e-5 only), so what they build on raises there
-    "delegating": {c for p in ("1a", "1b", "2a", "2b", "2c", "4a", "4b", "7") for c in PART_CELLS[p]},
+    "delegating": {c for p in ("1a", "1b", "2a", "2b", "2c", "4a", "4b", "7", "8a") for c in PART_CELLS[p]},
     "patched": lost_cells(("1a", "2a")),
     "alwaysequal": lost_cells(("4a", "4b")),
     "blank": set(GRADE_IDS), "transformer": set(GRADE_IDS), "forged": set(GRADE_IDS),
     "internals": lost_cells(("2a", "3", "4a")),
     "frame": lost_cells(("4a",)),
     "intruder": set(), "huge": set(), "warn": set(), "float64": set(), "summean": set(), "deleted": set(),
-    "slow": {"test_ex2_hidden"},  # 27 calls of 0.2 s do not fit in the check cell's 3 s; 8 calls (2(a)) do
+    # 27 calls of 0.2 s do not fit in the check cell's 3 s; 8 calls (2(a)) do; 8(a) calls the slow backward once
+    # per layer of every stack, far more than 3 s
+    "slow": {"test_ex2_hidden", "test_ex8_grads"},
 }
 FAILED = {"crash": "kernel died"}
 

@@ -76,16 +76,28 @@ def test_stored_student_notebook_is_up_to_date(course):
 def test_book_copy_tags_let_every_tool_run_what_it_should():
     stored = nbformat.read(STORED, as_version=4)
     student_cells = [c for c in stored.cells if mx.is_student_cell(c)]
-    assert len(student_cells) == 26  # 12 answer cells (two optional) and 14 check cells
+    assert len(student_cells) == 30  # 14 answer cells (two optional) and 16 check cells
     for cell in stored.cells:
         tags = set(cell.metadata.get("tags", []))
         assert "skip-execution" not in tags  # nbgrader validate would skip such a cell
         if mx.is_student_cell(cell):
-            assert tags == set(mx.BOOK_TAGS)
+            # check cells only check: folded in the book and collapsed in JupyterLab; answer cells stay open
+            assert tags == set(mx.BOOK_TAGS) | ({"hide-cell"} if mx.is_check_cell(cell) else set())
+            assert cell.metadata.get("jupyter", {}).get("source_hidden", False) is mx.is_check_cell(cell)
             assert cell.outputs == []
+        elif mx.is_plumbing_cell(cell):   # set-up and data cells: their code hidden, their printout shown
+            assert "hide-input" in tags and cell.metadata["jupyter"]["source_hidden"] is True
         elif cell.cell_type == "code":
             assert cell.execution_count is not None
             assert all(o.output_type != "error" for o in cell.outputs)
+
+
+def test_book_copy_opens_with_a_figure_within_its_first_cells():
+    # the reading budget wants a figure within two screens: the stored runs' gradients, exercise 8's question
+    stored = nbformat.read(STORED, as_version=4)
+    first = [c for c in stored.cells[:3] if c.cell_type == "code" and c.get("id") == mx.TEASER_ID]
+    assert len(first) == 1 and "remove-input" in first[0].metadata["tags"]
+    assert any("image/png" in o.get("data", {}) for o in first[0].outputs), "run `make exercises`"
 
 
 def test_optional_cells_say_what_to_fill_in_instead_of_raising(course):

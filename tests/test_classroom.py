@@ -326,7 +326,7 @@ def _walk(room, steps, answers, sync_playwright):
                 assert "unsafe" not in graded.stdout.lower()
                 grades = grades_csv(room.course)
                 scores = {s: float(grades[s]["score"]) for s in room.students}
-                assert scores[correct] == 21.0 and scores[partly] == 16.0 and scores[blank] == 0.0, scores
+                assert scores[correct] == 24.0 and scores[partly] == 17.0 and scores[blank] == 0.0, scores
                 assert all(grades[s]["grading_status"] == "ok" for s in room.students), grades
 
             with steps("instructor: release feedback from the formgrader"):

@@ -105,7 +105,7 @@ def test_honest_students_are_graded_and_get_feedback(graded):
     for student in HONEST:
         row = rows[student]
         assert row["grading_status"] == "ok", row
-        assert float(row["score"]) == 21.0, row
+        assert float(row["score"]) == 24.0, row
         page = course / "feedback" / student / mx.ASSIGNMENT / "exercises.html"
         assert page.is_file(), student
     text = (course / "feedback" / "surrogate" / mx.ASSIGNMENT / "exercises.html").read_text(encoding="utf-8")
@@ -169,7 +169,7 @@ def test_a_removed_submission_keeps_no_score_in_grades_csv(graded):
     import shutil
 
     course = graded[0]
-    shutil.rmtree(course / "submitted" / "beside")   # graded above (21 points), then taken out of the class
+    shutil.rmtree(course / "submitted" / "beside")   # graded above (24 points), then taken out of the class
     before = os.getcwd()
     os.chdir(course)
     try:

@@ -52,7 +52,7 @@ def reference_ns():
 
 def test_reference_passes_every_check(reference_ns, ctx):
     verdicts = judge_namespace(reference_ns, ctx)
-    assert len(verdicts) == 14 and failing(verdicts) == set()
+    assert len(verdicts) == 16 and failing(verdicts) == set()
     assert "1(a): 3 visible and 25 hidden cases passed" == verdicts["test_ex1_function"].message
 
 
@@ -117,7 +117,7 @@ def test_each_plausible_mistake_loses_exactly_its_part(part, ctx):
 
 
 def test_dependent_parts_are_the_ones_the_tests_expect():
-    assert DEPENDENT == {"2a": ("2c",), "4a": ("4b",)}
+    assert DEPENDENT == {"2a": ("2c", "8a"), "4a": ("4b",)}
 
 
 # --- correct answers written another way ----------------------------------------------------------------------
@@ -370,6 +370,111 @@ def test_schedule_hidden_runs_have_no_rounding_ties_for_any_seed(ctx):
         verdicts = judge_namespace(ns, hidden_checks.Context(seed=seed, data=ctx.data),
                                    ["test_ex7_visible", "test_ex7_hidden"], via_json=False)
         assert failing(verdicts) == set(), {g: v.message for g, v in verdicts.items()}
+
+
+# --- exercise 8: the residual stack in both wirings ------------------------------------------------------------
+
+EX8 = ["test_ex8_grads", "test_ex8_observed"]
+
+
+def _stack_norms(direct: bool = True, rows: bool = False, only_fixed: bool = False):
+    """A grad_norms written from scratch (its own RMSNorm and way back), with one thing changed: the post-norm
+    identity path dropped (direct=False), the norm taken over rows instead of features (rows=True), or right
+    on the notebook's 12-layer stack only (only_fixed=True)."""
+    def rms(v):
+        r = np.sqrt(np.mean(v * v, axis=0 if rows else -1, keepdims=True) + 1e-5)
+        return v / r, r
+
+    def back(g, v):
+        y, r = rms(v)
+        return (g - y * np.mean(g * y, axis=0 if rows else -1, keepdims=True)) / r
+
+    def grad_norms(x, weights, dy, placement):
+        h, kept = np.asarray(x, dtype=np.float64), []
+        for w in weights:
+            a = rms(h)[0] if placement == "pre" else h + h @ w
+            kept.append((h, a))
+            h = h + a @ w if placement == "pre" else rms(a)[0]
+        g, out = np.asarray(dy, dtype=np.float64), []
+        for w, (h_in, a) in zip(reversed(weights), reversed(kept)):
+            if placement == "pre":
+                out.append(np.linalg.norm(a.T @ g))
+                g = g + back(g @ w.T, h_in)
+            else:
+                g_v = back(g, a)
+                out.append(np.linalg.norm(h_in.T @ g_v))
+                g = g_v + g_v @ w.T if direct else g_v @ w.T
+        out = np.array(out[::-1])
+        return out if not only_fixed or len(weights) == 12 else 1.01 * out
+
+    return grad_norms
+
+
+STACK_ANSWERS = {   # name: (grad_norms, the check cells of exercise 8 it fails)
+    "right, written without the library": (_stack_norms(), set()),
+    "partly right: right on the notebook's stack only": (_stack_norms(only_fixed=True), {"test_ex8_grads"}),
+    "wrong: post-norm's way back drops the identity path": (_stack_norms(direct=False), {"test_ex8_grads"}),
+    "wrong: the norm taken over the rows": (_stack_norms(rows=True), {"test_ex8_grads"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STACK_ANSWERS))
+def test_stack_answers_get_what_they_deserve(reference_ns, ctx, name):
+    fn, cells = STACK_ANSWERS[name]
+    ns = dict(reference_ns, grad_norms=fn)
+    ns.update(post_norms=fn(ns["x_stack"], ns["w_stack"], ns["dy_stack"], "post"),
+              pre_norms=fn(ns["x_stack"], ns["w_stack"], ns["dy_stack"], "pre"))
+    verdicts = judge_namespace(ns, ctx, EX8)
+    assert failing(verdicts) == cells, {g: v.message for g, v in verdicts.items()}
+    for gid in cells:
+        assert verdicts[gid].message.startswith("8(a): "), verdicts[gid].message
+    if not cells:
+        assert verdicts["test_ex8_grads"].message == "8(a): 2 visible and 8 hidden cases passed"
+
+
+def test_stack_reference_agrees_with_finite_differences():
+    # the grader's reference against a central difference of the loss, entry by entry, in both wirings
+    from normlab_grading.references import stack_grad_norms
+
+    rng = np.random.default_rng(88)
+    x, dy = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
+    ws = [rng.normal(scale=0.5, size=(5, 5)) for _ in range(4)]
+
+    def loss(ws, placement):
+        h = x
+        for w in ws:
+            if placement == "pre":
+                n = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + 1e-5)
+                h = h + n @ w
+            else:
+                v = h + h @ w
+                h = v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + 1e-5)
+        return float(np.sum(dy * h))
+
+    for placement in ("pre", "post"):
+        numeric = []
+        for k in range(len(ws)):
+            grad = np.zeros((5, 5))
+            for i, j in np.ndindex(5, 5):
+                up, down = [w.copy() for w in ws], [w.copy() for w in ws]
+                up[k][i, j] += 1e-6
+                down[k][i, j] -= 1e-6
+                grad[i, j] = (loss(up, placement) - loss(down, placement)) / 2e-6
+            numeric.append(np.linalg.norm(grad))
+        np.testing.assert_allclose(stack_grad_norms(x, ws, dy, placement), numeric, rtol=1e-6)
+
+
+@pytest.mark.parametrize("observed, passes", [(0, True), (3, False), (1, False), (0.0, False)])
+def test_stack_observation_is_judged_against_the_stored_grid(reference_ns, ctx, observed, passes):
+    # post-norm, depth 12, lr 3e-3, no warm-up: every stored seed stuck (read here through normlab_core's own
+    # lookup, the grader reads the file by itself)
+    from normlab_core.figures import training_runs
+
+    assert training_runs.stored().outcomes(
+        placement="post", depth=12, lr=3e-3, warmup=0.0, final_norm=False)["solved"] == 0
+    verdicts = judge_namespace(dict(reference_ns, observed_solved=observed), ctx, EX8)
+    assert verdicts["test_ex8_observed"].passed is passes, verdicts["test_ex8_observed"].message
+    assert verdicts["test_ex8_grads"].passed
 
 
 def test_an_import_inside_the_answer_still_trips_the_wire(reference_ns, ctx):

@@ -41,6 +41,8 @@ from normlab_grading.references import (
     magnitudes,
     ratio,
     schedule,
+    stack_grad_norms,
+    stored_solved,
     warm_steps,
 )
 from normlab_grading.wire import arr, call, get
@@ -566,6 +568,72 @@ def plan_ex7_hidden(ctx: Context) -> Plan:
     return Plan("test_ex7_hidden", "7", cases, ("training",))
 
 
+# --- exercise 8: where the norm sits -------------------------------------------------------------------------
+
+GRAD_RTOL = 1e-6          # relative to each layer's norm: any order of the sums passes, a missing term does not
+EX8_RUN = ("post", 12, 3e-3, 0.0)   # the configuration 8(b) asks about: placement, depth, peak rate, warm-up
+
+
+def _grads_case(x, ws, dy, placement: str, message: str) -> Case:
+    want = stack_grad_norms(x, ws, dy, placement)
+
+    def verify(result):
+        got = array(value_of(result, "grad_norms"), (len(ws),), "grad_norms")
+        for g, w in zip(got, want, strict=True):
+            if not abs(g - w) <= GRAD_RTOL * abs(w):   # NaN fails too
+                raise CheckFailed(message)
+
+    return Case(call("grad_norms", arr(x), [arr(w) for w in ws], arr(dy), placement), verify)
+
+
+def plan_ex8_grads(ctx: Context) -> Plan:
+    x, ws, dy = _visible_data(ctx, "x_stack", "w_stack", "dy_stack")
+    cases = []
+    for name, placement in (("post_norms", "post"), ("pre_norms", "pre")):
+        want = stack_grad_norms(x, ws, dy, placement)
+
+        def stored(result, name=name, want=want):
+            got = array(value_of(result, name), (len(want),), name)
+            bad = [k + 1 for k, (g, w) in enumerate(zip(got, want, strict=True)) if not abs(g - w) <= GRAD_RTOL * w]
+            if bad:
+                raise CheckFailed(f"8(a): {name} on the fixed stack differs at layers {bad} (layer 1 is nearest the "
+                                  "input)")
+
+        cases.append(Case(get(name), stored, False))
+    draws = draws_for(ctx.seed, "test_ex8_grads")
+    for i in range(8):
+        rows, width, depth = draws.integer(1, 6), draws.integer(2, 12), draws.integer(1, 8)
+        gain = draws.uniform(0.3, 2.0) / math.sqrt(width)
+        x = [draws.vector(width) for _ in range(rows)]
+        ws = [[draws.vector(width, -gain * math.sqrt(3.0), gain * math.sqrt(3.0)) for _ in range(width)]
+              for _ in range(depth)]
+        dy = [draws.vector(width) for _ in range(rows)]
+        placement = ("pre", "post")[i % 2]
+        cases.append(_grads_case(x, ws, dy, placement,
+                                 f"8(a): wrong gradient norms for a hidden {placement}-norm stack of {depth} layers"))
+    return Plan("test_ex8_grads", "8(a)", cases, ("backward",))   # the way back runs through 2(a)'s function
+
+
+def plan_ex8_observed(ctx: Context) -> Plan:
+    solved, seeds = stored_solved(*EX8_RUN)
+    if seeds == 0:
+        raise KeyError(f"the stored runs hold no grid cell {EX8_RUN}: run `make experiments`")
+
+    def guess(result):
+        value = integer(value_of(result, "predicted_solved"), "8(b): predicted_solved")
+        if not 0 <= value <= 3:
+            raise CheckFailed(f"8(b): predicted_solved is {value}; a count of seeds runs from 0 to 3")
+
+    def observed(result):
+        value = integer(value_of(result, "observed_solved"), "8(b): observed_solved")
+        if value != solved:
+            raise CheckFailed(f"8(b): observed_solved is {value}, but that is not what the stored grid shows for "
+                              "post-norm at depth 12, peak rate 3e-3, no warm-up; read the grid again")
+
+    return Plan("test_ex8_observed", "8(b)", [Case(get("predicted_solved"), guess, False),
+                                              Case(get("observed_solved"), observed, False)])
+
+
 CHECKS = {
     "test_ex1_function": plan_ex1_function,
     "test_ex1_results": plan_ex1_results,
@@ -581,6 +649,8 @@ CHECKS = {
     "test_ex4_speedup": plan_ex4_speedup,
     "test_ex7_visible": plan_ex7_visible,
     "test_ex7_hidden": plan_ex7_hidden,
+    "test_ex8_grads": plan_ex8_grads,
+    "test_ex8_observed": plan_ex8_observed,
 }
 
 

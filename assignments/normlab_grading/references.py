@@ -166,3 +166,72 @@ def schedule(step: int, steps: int, peak: float, warmup: float) -> float:
     p = (step - n) / max(1, steps - 1 - n)
     return peak * (FLOOR + (1 - FLOOR) * (1 + math.cos(math.pi * p)) / 2)
 
+
+
+STACK_EPS = 1e-5   # the eps of the RMSNorm in exercise 8's stacks
+
+
+def _rms_rows(v):
+    """(v / r, r) of a (rows, D) array, r (rows, 1) the root mean square of each row plus eps."""
+    r = np.sqrt((v * v).mean(axis=-1, keepdims=True) + STACK_EPS)
+    return v / r, r
+
+
+def _rms_rows_backward(g, v):
+    """dL/dv of y = v / r given g = dL/dy, row by row (from the definition, not from any library)."""
+    y, r = _rms_rows(v)
+    return (g - y * (g * y).mean(axis=-1, keepdims=True)) / r
+
+
+def stack_grad_norms(x, ws, dy, placement: str) -> list:
+    """||dL/dW_l|| (Frobenius) for each layer of a residual stack, L = sum(dy * output).
+
+    pre: h <- h + RMS(h) W; post: h <- RMS(h + h W); RMS without gamma, eps STACK_EPS."""
+    h = np.array(x, dtype=np.float64)
+    ws = [np.array(w, dtype=np.float64) for w in ws]
+    saved = []
+    for w in ws:
+        if placement == "pre":
+            n = _rms_rows(h)[0]
+            saved.append((h, n))
+            h = h + n @ w
+        else:
+            v = h + h @ w
+            saved.append((h, v))
+            h = _rms_rows(v)[0]
+    g = np.array(dy, dtype=np.float64)
+    out = []
+    for w, (h_in, kept) in zip(reversed(ws), reversed(saved), strict=True):
+        if placement == "pre":
+            out.append(float(np.linalg.norm(kept.T @ g)))
+            g = g + _rms_rows_backward(g @ w.T, h_in)
+        else:
+            gv = _rms_rows_backward(g, kept)
+            out.append(float(np.linalg.norm(h_in.T @ gv)))
+            g = gv + gv @ w.T
+    return out[::-1]
+
+
+def _experiments_path():
+    """The stored runs file of the installed normlab_core, found without importing the package's code."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("normlab_core")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "experiments.json.gz"
+
+
+def stored_solved(placement: str, depth: int, lr: float, warmup: float) -> tuple:
+    """(solved, seeds) over the stored 500-step runs of the grid's plain LayerNorm model in this configuration,
+    read straight from the data file."""
+    import gzip
+    import json
+
+    with gzip.open(_experiments_path(), "rt", encoding="utf-8") as fh:
+        runs = json.load(fh)["runs"]
+    plain = {"norm": "layer_norm", "qk_norm": False, "deepnorm": False}
+    found = [r for r in runs if r["config"].get("placement") == placement and r["config"].get("depth") == depth
+             and all(r["config"].get(k, v) == v for k, v in plain.items()) and r["lr"] == lr
+             and r["warmup"] == warmup and r.get("steps", 500) == 500 and set(r["config"]) <= {
+                 "placement", "depth", "final_norm", *plain}]
+    return sum(r["outcome"] == "solved" for r in found), len(found)
