@@ -204,7 +204,7 @@ def grad_norms(x, weights, dy, placement):
             h = rms_norm(kept[-1][1])
     g = np.asarray(dy, dtype=np.float64)
     norms = []
-    for w, (h_in, a) in zip(reversed(weights), reversed(kept)):
+    for w, (h_in, a) in zip(reversed(weights), reversed(kept), strict=True):
         if placement == "pre":
             norms.append(np.linalg.norm(a.T @ g))
             g = g + rmsnorm_backward(g @ w.T, h_in)

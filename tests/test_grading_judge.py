@@ -396,7 +396,7 @@ def _stack_norms(direct: bool = True, rows: bool = False, only_fixed: bool = Fal
             kept.append((h, a))
             h = h + a @ w if placement == "pre" else rms(a)[0]
         g, out = np.asarray(dy, dtype=np.float64), []
-        for w, (h_in, a) in zip(reversed(weights), reversed(kept)):
+        for w, (h_in, a) in zip(reversed(weights), reversed(kept), strict=True):
             if placement == "pre":
                 out.append(np.linalg.norm(a.T @ g))
                 g = g + back(g @ w.T, h_in)
