@@ -54,7 +54,7 @@ JS_OPEN_HTML = """async (path) => {
 
 # The text of the rendered Markdown cells of the current notebook.
 JS_MARKDOWN_TEXT = """() => Array.from(window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-MarkdownCell'))
-  .map(c => c.innerText).join('\\n')"""
+  .map(c => c.textContent).join('\\n')"""
 
 # The live explorable's frame: a blob: image that decoded.
 JS_FRAME_SHOWN = """() => Array.from(document.querySelectorAll('img.nl-frame'))

@@ -40,7 +40,7 @@ def frames_root() -> Path:
 
 
 # The caption under a figure whose controls are at no preset's state (frontend.js shows a preset's notice at its own).
-NEUTRAL = "These settings are not one of the states after \u201cTry:\u201d. Choose one to read here what it shows."
+NEUTRAL = "These settings are not one of the preset states. Choose a preset button to read here what it shows."
 
 
 def caption(exp: Explorable, values: dict) -> str:
