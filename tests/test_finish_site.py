@@ -291,3 +291,14 @@ def test_no_hub_link_without_a_hub_and_the_hub_settings_are_checked(tmp_path):
             finish_site.hub_settings({"classroom_hub": block})
     with pytest.raises(TypeError, match="classroom_hub"):
         finish_site.hub_settings({"classroom_hub": "https://hub.example.edu"})
+
+
+def test_folded_code_loses_only_its_colour_spans():
+    folded = ('<details class="admonition hide above-input"><div class="highlight"><pre><span class="n">a</span> '
+              '<span class="o">=</span> <span class="mi">1</span> <span class="c1"># &lt;b&gt;</span></pre></div>'
+              '</details>')
+    shown = '<div class="highlight"><pre><span class="n">b</span></pre></div>'
+    out = finish_site.plain_folded_code("<p>x</p>" + folded + shown)
+    assert '<pre>a = 1 # &lt;b&gt;</pre>' in out          # the same text, escapes kept
+    assert out.endswith(shown)                          # code outside a fold keeps its colours
+    assert finish_site.plain_folded_code(out) == out    # idempotent

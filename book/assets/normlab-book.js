@@ -277,7 +277,7 @@
 
   // Print: a "Try this." lead-in is kept with its list, and a code cell or output longer than a third of a page
   // may break between its lines (normlab-book.css, Print).
-  var LONG_LINES = 20;
+  var LONG_LINES = 12;   // a third of a page is about 20 lines; a folded cell (printed open) holds two blocks
   function markForPrint() {
     document.querySelectorAll("article p").forEach(function (p) {
       var first = p.firstElementChild;
