@@ -52,6 +52,7 @@ def test_answers_get_feedback_and_survive_reload_and_back(visit):
     tab = visit(PAGES[SECTION])
     page = tab.page
     page.evaluate("() => localStorage.clear()")
+    page.wait_for_load_state("networkidle")   # no font or frame still in flight: a reload would abort it
     page.reload(wait_until="load")
     root = block(tab, SECTION)
     qs = Q.questions(SECTION)
@@ -88,6 +89,7 @@ def test_answers_get_feedback_and_survive_reload_and_back(visit):
         assert n.locator("input").input_value() == str(number.answer + 10 * number.tol + 1), what
         assert c.locator(".nl-q-explain").is_visible(), what
 
+    page.wait_for_load_state("networkidle")   # no font or frame still in flight: a reload would abort it
     page.reload(wait_until="load")
     kept("a reload")
     page.goto(tab.server.base + "book/glossary.html", wait_until="load")
@@ -103,6 +105,7 @@ def test_questions_answer_from_the_keyboard_alone(visit):
     tab = visit(PAGES[SECTION])
     page = tab.page
     page.evaluate("() => localStorage.clear()")
+    page.wait_for_load_state("networkidle")   # no font or frame still in flight: a reload would abort it
     page.reload(wait_until="load")
     root = block(tab, SECTION)
     qs = Q.questions(SECTION)
@@ -138,6 +141,7 @@ def test_print_shows_every_answer_and_explanation(visit):
     tab = visit(PAGES[SECTION])
     page = tab.page
     page.evaluate("() => localStorage.clear()")
+    page.wait_for_load_state("networkidle")   # no font or frame still in flight: a reload would abort it
     page.reload(wait_until="load")
     root = block(tab, SECTION)
     page.emulate_media(media="print")
