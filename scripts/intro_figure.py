@@ -21,7 +21,7 @@ from normlab_core.figures.style import COLORS, PLACEMENT_NAMES, label, new_figur
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "book" / "assets" / "generated" / "stack-growth.png"
 GAIN = 0.5   # 23.1's default sublayer gain
-DPI = 206     # a 2x drawing: the page shows it at half its pixels (srcset 2x), print at 200 ppi or more
+DPI = 100     # drawn at the size it is shown: a phone shows it at 0.8 of its pixels or more
 
 
 def draw(path: Path) -> dict:
