@@ -103,7 +103,7 @@ def central_difference(f, x, dy, h=1e-6):
 """),
 }
 
-DEPENDS = {"1a": ("1b",), "2a": ("2c",), "2b": ("2c",), "4a": ("4b",)}   # 1(b) stores what 1(a) returns
+DEPENDS = {"1a": ("1b",), "2a": ("2c", "8a"), "2b": ("2c",), "4a": ("4b",)}   # 1(b) keeps 1(a); 8(a) runs 2(a)
 
 
 def _verdicts(replace: dict):
