@@ -90,3 +90,20 @@ def test_bad_settings_are_named():
         sgd(w, x, t, lr=-1.0, steps=1)
     with pytest.raises(TypeError, match="steps"):
         sgd(w, x, t, lr=0.1, steps=1.5)
+
+
+def test_the_ordered_product_is_the_matrix_product_and_the_same_with_any_blas_order():
+    """ordered_matmul against numpy's @ (to rounding) and against an exact sum of Python fractions term by term."""
+    from fractions import Fraction
+
+    from normlab_core.scale_invariance import ordered_matmul, ordered_norm
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(5, 7)), rng.normal(size=(7, 4))
+    got = ordered_matmul(a, b)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-13, atol=1e-14)
+    for i in range(5):
+        for j in range(4):
+            exact = sum(Fraction(a[i, k]) * Fraction(b[k, j]) for k in range(7))
+            assert abs(Fraction(got[i, j]) - exact) <= 8 * 2.0 ** -52 * sum(abs(a[i]) * abs(b[:, j]))
+    assert ordered_norm(a) == pytest.approx(np.linalg.norm(a), rel=1e-15)

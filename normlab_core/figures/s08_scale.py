@@ -8,9 +8,10 @@ import functools
 import numpy as np
 from matplotlib.patches import Arc, FancyArrowPatch
 
+from ..display import below_bound
 from ..formatting import number
 from ..interactive import Explorable, Preset, Slider
-from ..scale_invariance import effective_lr, loss_grad, sgd, toy
+from ..scale_invariance import effective_lr, loss_grad, ordered_norm, sgd, toy
 from .style import COLORS, NARROW_IN, label, panels
 
 LR, STEPS = 0.5, 300
@@ -19,13 +20,15 @@ DECAYS = [0.0, 0.01, 0.05, 0.2]
 STEP_TOP = 1.3              # the first panel shows steps up to this length (|W| drawn as 1)
 NORM_LIM, TURN_LIM = (1.0, 40.0), (0.01, 90.0)
 W0, X, T = toy()
+NUDGE = 1e-12               # the neighbouring start: W0 times (1 + NUDGE * a fixed random pattern)
+NUDGED = W0 * (1 + NUDGE * np.random.default_rng(8).normal(size=W0.shape))
 
 
 @functools.cache
-def run(scale: float, decay: float) -> dict:
-    """sgd from scale * W0 for STEPS steps at LR with this weight decay: |W| per step and the turn per step (degrees),
-    read-only."""
-    r = sgd(scale * W0, X, T, lr=LR, steps=STEPS, weight_decay=decay)
+def run(scale: float, decay: float, nudged: bool = False) -> dict:
+    """sgd from scale * W0 (or the nudged start) for STEPS steps at LR with this weight decay: |W| per step and the
+    turn per step (degrees), read-only."""
+    r = sgd(scale * (NUDGED if nudged else W0), X, T, lr=LR, steps=STEPS, weight_decay=decay)
     out = {"norm": r["norm"], "turn": np.degrees(r["turn"])}
     for a in out.values():
         a.setflags(write=False)
@@ -64,10 +67,10 @@ def setup(fig, *, narrow):
 
 
 def update(art, *, scale, decay):
-    r, free = run(scale, decay), run(scale, 0.0)
+    r, free, near = run(scale, decay), run(scale, 0.0), run(scale, decay, nudged=True)
     w = scale * W0
     g = loss_grad(w, X, T)
-    w_len, g_len = float(np.linalg.norm(w)), float(np.linalg.norm(g))
+    w_len, g_len = ordered_norm(w), ordered_norm(g)
     cos = float(np.sum(g * w)) / (w_len * g_len)
     s = LR * g_len / w_len                        # the step's length in units of |W|
     art["step"].set_positions((1, 0), (1, min(s, STEP_TOP)))
@@ -79,13 +82,14 @@ def update(art, *, scale, decay):
         art[f"{key}_free"].set_ydata(np.clip(free[key], *lim))
     ratio = (LR * g_len / w_len) * w_len ** 2 / LR     # |grad at W/|W|| : the same at every scale
     out = {
-        "gradient and W": (f"cos(∇W, W) = {number(cos, 2)} (orthogonal); |∇W| = {number(g_len, 4)} = "
+        "gradient and W": (f"|cos(∇W, W)| {below_bound(abs(cos), 1e-12)} (orthogonal); |∇W| = {number(g_len, 4)} = "
                            f"{number(ratio, 4)} / |W|"),
         "first step": (f"|W| = {number(w_len, 4)}, lr / |W|² = {number(effective_lr(w, LR), 4)}: "
                        f"W turns by {r['turn'][0]:.4g}°"),
         f"after {STEPS} steps": (f"|W| = {number(r['norm'][-1], 4)}, the last step turns W by "
                                  f"{r['turn'][-1]:.4g}°"),
         "no decay, same start": (f"|W| = {number(free['norm'][-1], 4)}, last turn {free['turn'][-1]:.4g}°"),
+        f"a start {NUDGE:g} away": chaos_note(r["norm"][-1], near["norm"][-1]),
     }
     alt = (f"Left: W drawn at length 1 and the step of learning rate {number(LR)} at right angles to it, "
            f"{number(s, 3)} times |W| long, turning W by {r['turn'][0]:.3g} degrees at |W| = {number(w_len, 4)}. "
@@ -112,6 +116,14 @@ PRESETS = {
     "decay 0.2": Preset({"decay": 0.2}, (
         "a strong decay holds |W| at 1.606, where each step turns W by 25.84°: the steps stay large to the end")),
 }
+
+
+def chaos_note(end: float, near_end: float) -> str:
+    """Where the nudged start ends, against the plain one: the same to the digits shown, or a chaotic path."""
+    a, b = number(end, 4), number(near_end, 4)
+    if a == b:
+        return f"ends at |W| = {b} too: a stable path"
+    return f"ends at |W| = {b}, not {a}: a chaotic path, only its rough size is predictable"
 
 
 def entries() -> list:
