@@ -355,3 +355,48 @@ def test_the_instructors_servers_load_formgrader_only_escaped(config):
     assert extensions["nbgrader.server_extensions.formgrader"] is False and extensions["normlab_formgrader"] is True
     env = lab_script.lab_env({}, instructor=True)
     assert (Path(env["PYTHONPATH"]) / "normlab_formgrader.py").is_file()
+
+
+def test_grades_csv_written_during_a_run_shows_who_is_still_being_graded(tmp_path):
+    """A run's interim grades.csv: finished students have their status, queued ones a row with no score and the
+    'in progress' status (not 'not submitted'); the final export drops that status. The file is replaced whole."""
+    from nbgrader.api import Gradebook
+
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", course_id="normlab") as gb:
+        gb.add_assignment(mx.ASSIGNMENT)
+        for student in ("ann", "bob", "cy"):
+            gb.add_student(student)
+    (tmp_path / "autograded" / "cy" / mx.ASSIGNMENT).mkdir(parents=True)   # graded in an earlier run
+    states = {"ann": {"status": "ok"}}
+    progress = grade.ProgressExport(tmp_path, mx.ASSIGNMENT, states, ["ann", "bob", "cy"], every=0.0)
+    progress()
+
+    def rows():
+        with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as fh:
+            return {r["student_id"]: r for r in csv.DictReader(fh)}
+
+    interim = rows()
+    assert interim["ann"]["grading_status"] == "ok"
+    for student in ("bob", "cy"):
+        assert interim[student]["grading_status"] == grade.PENDING and interim[student]["score"] == "", interim
+    assert not (tmp_path / "grades.csv.part").exists()
+    states.update(bob={"status": "ok"}, cy={"status": "FAILED: a crash"})
+    progress(final=True)
+    final = rows()
+    assert [final[s]["grading_status"] for s in ("ann", "bob", "cy")] == ["ok", "ok", "FAILED: a crash"]
+
+
+def test_interim_exports_wait_their_turn(tmp_path, monkeypatch):
+    """Between two exports at least `every` seconds pass, and five times what the last export took."""
+    calls = []
+    monkeypatch.setattr(grade, "export", lambda *a, **k: calls.append(k))
+    clock = [100.0]
+    monkeypatch.setattr(grade.time, "monotonic", lambda: clock[0])
+    progress = grade.ProgressExport(tmp_path, mx.ASSIGNMENT, {}, ["ann"], every=15.0)
+    for t in (101.0, 114.0, 116.0, 120.0, 131.5):
+        clock[0] = t
+        progress()
+    assert len(calls) == 2 and calls[0] == {"pending": {"ann"}}
+    progress(final=True)
+    assert calls[-1] == {"pending": ()}

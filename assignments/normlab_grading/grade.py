@@ -14,7 +14,7 @@ For every submission in submitted/<student>/<assignment>/ that is new or changed
    every check cell as that cell's output; nbgrader then records the scores in the gradebook from those
    outputs (its own autograde step, without executing anything) and writes feedback;
 4. grades.csv gets every student's score, `grading_status` (`ok`, or `FAILED: <why>` with the score left
-   empty) and `review` (what to look at);
+   empty) and `review` (what to look at), rewritten while the run goes on (`ProgressExport`) and at its end;
 5. the report lists scores, check cells put back, submissions marked for review, and last the submissions
    that failed to grade (exit status 1 if there is one).
 
@@ -537,7 +537,12 @@ def gradebook_rows(gb) -> list[dict]:
     return rows
 
 
-def export(course: Path, assignment: str, states: dict) -> Path:
+PENDING = "in progress: not graded yet in this run"
+
+
+def export(course: Path, assignment: str, states: dict, pending=()) -> Path:
+    """Write grades.csv from the gradebook and this run's `states`; students in `pending` (queued in this run, not
+    finished yet) get a row with no score. Written to a temporary file and renamed: a reader sees a whole file."""
     from nbgrader.api import Gradebook
 
     out = course / "grades.csv"
@@ -545,13 +550,17 @@ def export(course: Path, assignment: str, states: dict) -> Path:
         rows = gradebook_rows(gb)
     fields = CSV_FIELDS
     seen = {(r.get("assignment"), r.get("student_id")) for r in rows}
-    for student in states:
+    waiting = {p for p in pending if p not in states}
+    for student in [*states, *sorted(waiting)]:
         if (assignment, student) not in seen:
             rows.append({"assignment": assignment, "student_id": student})
     for row in rows:
         if row.get("assignment") != assignment:
             continue
         student = row["student_id"]
+        if student in waiting:
+            row.update(grading_status=PENDING, review="", score="", raw_score="")
+            continue
         if student not in states and (course / "autograded" / student / assignment).is_dir():
             # graded once, and its submission has since been removed: its old score is not a grade any more
             row["grading_status"] = "no submission: removed from submitted/ since it was graded"
@@ -565,11 +574,34 @@ def export(course: Path, assignment: str, states: dict) -> Path:
             row["score"] = row["raw_score"] = ""
     numeric = {"score", "raw_score", "max_score", "late_submission_penalty", "timestamp", "duedate"}
     rows = [{k: (v if k in numeric or v is None else csv_cell(v)) for k, v in row.items()} for row in rows]
-    with open(out, "w", newline="", encoding="utf-8") as fh:
+    part = out.with_name(out.name + ".part")
+    with open(part, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields + ["grading_status", "review"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+    os.replace(part, out)
     return out
+
+
+class ProgressExport:
+    """grades.csv rewritten while a run goes on, so each finished submission's row appears within `every` seconds
+    of it (at least five times as long as one export takes, so a large class is not slowed by its own exports)."""
+
+    def __init__(self, course: Path, assignment: str, states: dict, pending, every: float = 15.0):
+        self.args, self.pending, self.every = (course, assignment, states), set(pending), every
+        self.last, self.cost = time.monotonic(), 0.0
+
+    def __call__(self, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.last < max(self.every, 5 * self.cost):
+            return
+        try:
+            export(*self.args, pending=() if final else self.pending)
+        except Exception as exc:  # noqa: BLE001 - an interim export may fail (a locked gradebook); the final one counts
+            if final:
+                raise
+            print(f"  (grades.csv not updated this time: {type(exc).__name__}: {_short(exc)})", flush=True)
+        self.last, self.cost = time.monotonic(), time.monotonic() - now
 
 
 # --- the command -------------------------------------------------------------------------------------------
@@ -713,7 +745,7 @@ def grade(course: Path, args) -> int:
         t0 = time.monotonic()
         writer = FeedbackWriter(course, assignment, jobs, state_dir, len(todo))   # before any thread starts
         grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings,
-                  writer.add)
+                  writer.add, ProgressExport(course, assignment, states, [s for s, _ in todo]))
         t1 = time.monotonic()
         for student, problem in writer.finish().items():
             state = states[student]
@@ -732,7 +764,7 @@ def grade(course: Path, args) -> int:
 
 
 def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings,
-              recorded=None):
+              recorded=None, progress=None):
     """Grade `todo` ([(student, fingerprint)]): in `jobs` worker processes (forked before nbgrader is imported
     here), or in this process for one job; record each result in the gradebook as it arrives, and pass each
     student whose grades were recorded to `recorded` (which writes their feedback meanwhile)."""
@@ -750,6 +782,8 @@ def grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint,
               flush=True)
         if recorded is not None and state.get("recorded"):
             recorded(result["student"])
+        if progress is not None:
+            progress()
 
     if jobs == 1:
         worker = Worker(course, assignment, unsafe, limits, seed, 1)
