@@ -29,6 +29,9 @@ STUDIES = {"tiny": {"title": "a tiny model, post- and pre-norm", "fixed": SIZE, 
 UPDATE = {"lr": 1e-3, "depths": [1, 2],
           "variants": {"post": {"placement": "post", **SIZE}, "pre": {"placement": "pre", **SIZE}}}
 TIMEOUT = 120       # seconds for a process to come up or go away (the machine may be loaded)
+# The scheduler ends itself after this long without work, should its finalizer never run. xdist runs other modules'
+# tests between this module's, and on a loaded machine a gap of 600 s happened: the next test found no scheduler.
+IDLE = 3 * 3600
 
 
 @pytest.fixture
@@ -122,7 +125,7 @@ def cluster(tmp_path_factory, request):
     request.addfinalizer(lambda: _stop(procs))
     # (--idle-timeout and --death-timeout: should this process be killed before its finalizer runs, they go too)
     procs.append(_start([str(dask), "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                         "--no-dashboard", "--idle-timeout", "600"], tmp / "scheduler.log", env))
+                         "--no-dashboard", "--idle-timeout", str(IDLE)], tmp / "scheduler.log", env))
     for i in range(2):
         procs.append(_start([str(dask), "worker", address, "--nthreads", "1", "--host", "127.0.0.1",
                              "--worker-port", str(_free_port()), "--nanny-port", str(_free_port()),
