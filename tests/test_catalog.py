@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
+from decimal import Decimal
 from functools import cache
 
 import numpy as np
@@ -235,169 +237,179 @@ def test_a_learners_own_input_draws_cleanly(name):
     assert not text_problems(exp.figure(**own)), text_problems(exp.figure(**own))
 
 
-# -- what the presets' notices quote -------------------------------------------------------------------------------
-# (explorable, preset, readout, text the readout shows, text the notice quotes)
-NOTICE_NUMBERS = [
-    ("teaser_stack_magnitude", "gain 0.1", "no normalization", "by 1.103", "1.103"),
-    ("teaser_stack_magnitude", "gain 0.1, depth 48", "no normalization", "by 1.1003", "1.1003"),
+# -- what the presets' captions quote ------------------------------------------------------------------------------
+# Every number a preset's caption (its notice) quotes must be one the figure shows in that state. The rule:
+# - quoted: every numeral with a decimal point, an exponent, a % sign or three or more digits (|x| >= 100), with
+#   its sign ('±' stands for both). Integers below 100 are counts, depths, layer and seed numbers, bits: mostly
+#   structure, so only two shapes of them are checked here, counts "a/b" and "a of b", which must be shown as written.
+#   Words are not numbers ("a tenth", "ten times"); a number after "section" is a reference and one after a bound
+#   ("less than 0.0001", "below 1e-12") a bound, not a quote.
+# - shown: the numbers in the state's readouts, its alt text and the texts drawn in its figure (notes, labels), and
+#   every stop of every control (a caption names settings: "decay 0.05", "as at offset 100.5").
+# - agrees: the caption's number, written to its last digit 10^k, is the shown number rounded there (taken as exact:
+#   |quoted - shown| <= 10^k / 2), so '0.18' agrees with 0.1798 and '0.17' does not. A percentage x% also agrees
+#   with a shown fraction x/100 or growth factor 1 + x/100 ("adds 3.9% (factor 1.0392)").
+NUMBER = re.compile(r"(?<![\w.^])([+\-−±]?)(\d+(?:\.\d+)?(?:e[+\-−]?\d+)?)(?![\w.]*\d)(\s?%)?", re.IGNORECASE)
+COUNT = re.compile(r"(?<![\w.])\d+(?:/| of )\d+(?![\w.]*\d)")
+NOT_QUOTED = re.compile(r"(\bsection|less than|more than|below|above|under|at most|at least)\s+$", re.IGNORECASE)
+
+# A caption that compares its state with another one: (explorable, preset) -> the other preset (None: the
+# defaults), whose shown numbers count too.
+COMPARED_WITH = {
+    ("batch_vs_layer_norm", "batch 64"): "batch 8",                       # "from 0.131 to 0.049"
+    ("rms_norm_offset", "offset 10"): "offset 100.5",                     # "at 100.5 that ratio is 0.01699"
+    ("scale_invariance_step", "|W| 10 times"): None,                      # "instead of 17.42°"
+    ("scale_invariance_step", "|W| 10 times, decay 0.05"): "decay 0.05",  # "as from |W| = 2.75"
+    ("overview_stack_depth", "LayerNorm, pre-norm, depth 64"): "RMSNorm, pre-norm, depth 64",   # "RMSNorm's 9.573"
+}
+# Numbers a caption computes itself from the state's settings, checked by that arithmetic: (explorable, preset,
+# quoted) -> the value from the control values.
+COMPUTED = {
+    ("gain_depth", "gain 1.024, depth 96", "0.024"): lambda v: math.log(10) / v["depth"],
+    ("pre_post_sensitivity", "gain 1.5, bias 0.5", "2.5"): lambda v: 1 + v["gain"],
+    ("pre_post_sensitivity", "gain 1.5, bias 0.5", "3.0"): lambda v: 1 + v["gain"] + abs(v["bias"]),
+    ("layer_norm_spread", "epsilon 0.01", "2.917"): lambda v: v["spread"] ** 2,        # "variance 2.917"
+    ("layer_norm_affine", "gamma 0.5, beta 1", "1.5"): lambda v: v["beta"] + v["gamma"],   # the dashed lines
+}
+# Numbers a caption reads off a plotted curve or cloud, which no text shows: (explorable, preset, quoted) -> (the
+# line's legend label, x), checked against the mean of that line's points within half a unit of x.
+PLOTTED = {
+    ("batch_vs_layer_norm", "batch 32", "+1.5"): ("BatchNorm, 40 batches", 0),   # the clouds' centres
+    ("batch_vs_layer_norm", "batch 32", "-1.6"): ("BatchNorm, 40 batches", 4),
+    ("pre_post_fd_error", "reference setting", "7e-5"): ("post-norm", 1),
+    ("pre_post_fd_error", "float64", "7e-6"): ("pre-norm", 1),
+    ("pre_post_fd_error", "float64, h 1e-7", "0.12"): ("post-norm", 256),
+}
+# Numbers no single point shows, not checked: (explorable, preset) -> the numbers.
+UNCHECKED = {
+    ("pre_post_fd_error", "float64"): ("6e-5",),   # "between 7e-6 and 6e-5": a bound over both curves (largest 5.4e-5)
+}
+# Small numbers the rule above leaves out, checked by hand: (explorable, preset, readout, text it shows, text the
+# caption quotes). An integer below 100 stated as a result ("9 distinct", "exactly 1", "step 2") cannot be told from
+# a depth, a layer or a seed number by its shape, and NaN and inf are words; these rows pin the ones the captions
+# rest on.
+SMALL_NUMBERS = [
     ("teaser_stack_magnitude", "gain 1", "no normalization", "by 2", "factor 2 "),
-    ("teaser_stack_magnitude", "gain 1", "pre-norm", "by 1.0392", "1.0392"),
-    ("teaser_stack_magnitude", "gain 1, depth 48", "pre-norm", "by 1.0202", "1.0202"),
-    ("teaser_stack_magnitude", "depth 0", "post-norm", "by 0.36515", "0.36515"),
-    ("teaser_stack_magnitude", "depth 0", "input |x0|", "5.477", "5.477"),
     ("teaser_stack_magnitude", "depth 48", "post-norm", "|h| = 2;", "flat at 2"),
-    ("gain_depth", "depth 96", "|h_L| / |h_0|", "9412 at L = 96", "9412"),
-    ("gain_depth", "gain 0.9", "|h_L| / |h_0|", "0.07977 at L = 24", "0.07977"),
-    ("gain_depth", "gain 0.9", "layers per factor 10", "21.9", "21.9"),
-    ("gain_depth", "gain 1.024, depth 96", "|h_L| / |h_0|", "9.745 at", "9.745"),
-    ("gain_depth", "gain 0.977, depth 96", "|h_L| / |h_0|", "0.1071 at", "0.1071"),
-    ("gain_depth", "gain 1.05, depth 96", "|h_L| / |h_0|", "108.2 at", "108.2"),
-    ("gain_depth", "gain 1.01, depth 96", "|h_L| / |h_0|", "2.599 at", "2.599"),
     ("batch_vs_layer_norm", "batch 1", "BatchNorm pools", "6 values (1 example × 6 positions)", "6 positions"),
-    ("scale_offset_standardize", "offset 0", "span (max - min) / std", "2.9277", "2.928"),
     ("scale_offset_standardize", "offset 100000", "one-pass variance E[x²] - E[x]²", "0 in float32", "to 0"),
     ("scale_offset_standardize", "offset 100000, scale 0.0001", "mean, variance, std", "100000, 0, 0", "is 0"),
-    ("scale_offset_standardize", "offset 100000, scale 0.0001, float64", "one-pass variance E[x²] - E[x]²",
-     "-3.814697e-6", "-3.8e-6"),
-    ("scale_offset_standardize", "defaults (float32)", "one-pass variance E[x²] - E[x]²", "2.916992", "2.916992"),
-    ("scale_offset_standardize", "defaults (float32)", "mean, variance, std", "2.916667", "2.916667"),
     ("layer_norm_eps", "scale 0, epsilon 0", "output", "NaN", "NaN"),
-    ("layer_norm_eps", "epsilon 1", "var / (var + eps)", "0.744681", "0.744681"),
-    ("layer_norm_eps", "scale 0.001", "var / (var + eps)", "0.225806", "0.225806"),
-    ("layer_norm_eps", "scale 0.001", "input", "variance 2.917e-6", "2.917e-6"),
     ("layer_norm_affine", "gamma 2", "output", "variance 3.99999", "gamma² = 4"),
-    ("layer_norm_affine", "gamma 0.5, beta 1", "output", "mean +1.000000", "centre"),
-    ("layer_norm_spread", "epsilon 0.01", "output std (LayerNorm, float64)", "0.99829", "0.99829"),
-    ("layer_norm_spread", "epsilon 1", "output std (LayerNorm, float64)", "0.862971", "0.862971"),
-    ("layer_norm_spread", "spread 0.01", "output std (LayerNorm, float64)", "0.953463", "0.953463"),
-    ("layer_norm_spread", "spread 0.001", "output std (LayerNorm, float64)", "0.301511", "0.301511"),
-    ("layer_norm_spread", "spread 1e-5", "output std (LayerNorm, float64)", "0.00316226", "0.00316226"),
     ("layer_norm_spread", "epsilon 0, spread 1e-6", "output std (LayerNorm, float64)", "1", "flat at 1"),
-    ("rms_norm_offset", "offset 100.5", "LayerNorm output", "from -1.4638 to +1.4638", "±1.46"),
-    ("rms_norm_offset", "offset 10", "RMSNorm std / LayerNorm std", "0.1683", "0.1683"),
-    ("rms_norm_offset", "offset 10", "rms² = mean² + var", "97.17%", "97%"),
-    ("rms_norm_offset", "offset -50", "RMSNorm output", "mean -0.9994", "-1"),
-    ("norm_geometry", "offset", "angle to the plane", "RMSNorm's y +60.7°", "+60.7°"),
     ("norm_geometry", "offset", "y · 1", "LayerNorm 0,", "y · 1 = 0"),
-    ("norm_geometry", "centred", "|y| (sphere radius √3 = 1.7321)", "LayerNorm 1.7321, RMSNorm 1.7321", "1.7321"),
-    ("norm_geometry", "centred, offset 3", "y · 1", "RMSNorm 2.8828", "2.8828"),
-    ("norm_geometry", "nearly flat", "|y| (sphere radius √3 = 1.7321)", "LayerNorm 1.7321", "1.7321"),
-    ("norm_geometry", "nearly flat, eps 0.01", "what eps leaves of √3", "= 0.3780 (var 0.001667)", "0.3780"),
-    ("norm_geometry", "nearly flat, eps 0.01", "what eps leaves of √3", "RMSNorm √(ms/(ms+eps)) = 0.9950",
-     "0.9950"),
-    ("norm_geometry", "eps 1", "what eps leaves of √3", "LayerNorm √(var/(var+eps)) = 0.5247", "0.5247"),
-    ("norm_geometry", "eps 1", "what eps leaves of √3", "RMSNorm √(ms/(ms+eps)) = 0.7835", "0.7835"),
-    ("compare_offset", "offset 10", "RMS", "[+0.792, +0.891, +0.990, +1.089, +1.188]", "+0.792 .. +1.188"),
-    ("compare_offset", "mixed, offset 0.8", "x", "[3, -1, 0.5, 2, -0.5]", "[3, -1, 0.5, 2, -0.5]"),
-    ("compare_offset", "mixed, offset 0", "largest |LN - RMS|", "0", "agree"),
     ("compare_precision", "offset 100, bfloat16", "RMSNorm", "9 distinct stored values of 41", "9 distinct"),
-    ("compare_precision", "offset 100, bfloat16", "RMSNorm", "error after re-stretch 0.181", "0.181"),
     ("compare_precision", "offset 100, float16", "RMSNorm", "26 distinct stored values of 41", "26 distinct"),
-    ("compare_precision", "offset 100, float16", "RMSNorm", "error after re-stretch 0.0227", "0.0227"),
     ("compare_precision", "offset 10000", "RMSNorm", "error after re-stretch 1", "error is 1"),
-    ("compare_precision", "offset 10000, float16", "LayerNorm", "error after re-stretch 0.000213", "0.000213"),
-    ("compare_variance", "float32, offset 300", "one-pass", "relative error 0.0078", "0.0078"),
-    ("compare_variance", "float32, offset 300", "Welford", "relative error 2.4e-5", "less than 0.0001"),
-    ("compare_variance", "float32, offset 10000", "one-pass", "negative!", "negative variance"),
-    ("compare_variance", "float32, offset 10000", "Welford", "relative error 0.00073", "three or more digits"),
     ("compare_variance", "float16, offset 100", "one-pass", "+inf: overflow", "returns inf"),
-    ("compare_variance", "float16, offset 10", "one-pass", "relative error 0.19", "a fifth"),
-    ("compare_variance", "float16, offset 10", "two-pass", "relative error 0.00032", "0.00032"),
-    ("compare_variance", "bfloat16, offset 30", "two-pass", "relative error 0.41", "0.41"),
-    ("pre_post_sensitivity", "bias 0", "post-norm", "(1 × its depth-1 value)", "flat"),
-    ("pre_post_sensitivity", "gain 1.5, bias 0.5", "note", "= 0.8333 of its", "0.8333"),
-    ("pre_post_sensitivity", "gain 1.5, bias -0.5", "note", "= 0.8333 of its", "0.8333"),
     ("pre_post_sensitivity", "gain 0", "pre-norm", "sensitivity 1 (1 × its depth-1 value)", "exactly 1"),
     ("pre_post_final_norm", "final norm on", "pre-norm", "|out| 2,", "at 2"),
-    ("pre_post_final_norm", "final norm on, depth 256", "pre-norm", "sensitivity 0.188 ", "0.188"),
-    ("pre_post_final_norm", "final norm on, depth 256", "post-norm", "sensitivity 2.598e-8", "2.598e-8"),
-    ("pre_post_final_norm", "final norm off, depth 256", "pre-norm", "|out| 311,", "311"),
-    ("pre_post_fd_error", "reference setting", "post-norm at depth 32", "relative error 0.0045", "0.0045"),
-    ("pre_post_fd_error", "reference setting", "measured exactly 0", "post-norm from depth 143", "depth 143"),
-    ("pre_post_fd_error", "float64, h 1e-7", "post-norm at depth 32", "relative error 8.8e-8", "8.8e-8"),
     ("pre_post_fd_error", "float32, h 1e-7", "measured exactly 0", "post-norm from depth 2; pre-norm from depth 4",
      "from depth 2 (post-norm) or 4"),
-    ("pre_post_fd_error", "float32, h 1e-7", "step actually taken", "1.192e-7", "1.192e-7"),
-    ("pre_post_trains", "no warm-up", "post-norm", "every seed solved in 5 of 12 cells", "solved in 5 of 12 cells"),
-    ("pre_post_trains", "no warm-up", "pre-norm", "every seed solved in 12 of 12 cells", "solved in 12 of 12 cells"),
-    ("pre_post_trains", "with warm-up", "post-norm", "every seed solved in 8 of 12 cells", "solved in 8 of 12 cells"),
-    ("backward_fd_step", "reference setting", "largest error", "0.000259 at component 2", "2.59e-4"),
-    ("backward_fd_step", "float32, h 1e-2", "largest error", "3.32e-6", "3.32e-6"),
-    ("backward_fd_step", "float32, h 1e-7", "numerical", "+0.000000", "exactly 0"),
-    ("backward_fd_step", "float64, h 2e-5", "largest error", "5.01e-12", "5.01e-12"),
-    ("overview_norm_output", "RMSNorm, offset 10", "RMSNorm output", "[+0.792, +0.891, +0.990, +1.089, +1.188]",
-     "+0.792 .. +1.188"),
-    ("overview_stack_depth", "RMSNorm, post-norm, depth 1", "post-norm", "sensitivity 0.3507", "0.3507"),
-    ("overview_stack_depth", "RMSNorm, post-norm, depth 32", "post-norm", "sensitivity 0.04929", "0.04929"),
-    ("overview_stack_depth", "RMSNorm, post-norm, depth 64", "post-norm", "sensitivity 0.006253", "0.006253"),
-    ("overview_stack_depth", "RMSNorm, pre-norm, depth 64", "pre-norm", "sensitivity 9.573", "9.573"),
-    ("overview_stack_depth", "LayerNorm, post-norm", "post-norm", "sensitivity 0.4899", "0.4899"),
-    ("overview_stack_depth", "LayerNorm, pre-norm, depth 64", "pre-norm", "sensitivity 16.25", "16.25"),
-    # "Does it train?": the notices are written from the stored runs (normlab_core/data); these rows check that
-    # they say what the readouts show in their state.
-    ("train_outcomes", "depth 6, lr 0.01", "post-norm", "0/3 solved (3 stuck)", "post-norm is 0/3 solved"),
-    ("train_outcomes", "depth 6, lr 0.01", "pre-norm", ": 3/3 solved", "pre-norm 3/3 solved"),
-    ("train_outcomes", "with warm-up", "post-norm", ": 3/3 solved", "post-norm is 3/3 solved"),
-    ("train_outcomes", "depth 12, lr 0.003", "post-norm", "0/3 solved (3 stuck)", "post-norm is 0/3 solved"),
-    ("train_outcomes", "depth 24, warm-up", "post-norm", "0/3 solved (2 learning, 1 stuck)",
-     "post-norm is 0/3 solved (2 learning, 1 stuck)"),
-    ("train_outcomes", "depth 24, warm-up", "pre-norm", ": 3/3 solved", "pre-norm is 3/3 solved"),
-    ("train_outcomes", "depth 24, lr 0.01", "pre-norm", ": 3/3 solved", "pre-norm is 3/3 solved"),
-    ("train_fixes", "DeepNorm, depth 24", "outcome", ": 3/3 solved", "DeepNorm is 3/3 solved"),
-    ("train_fixes", "DeepNorm, depth 24", "plain post-norm, same cell", "0/3 solved", "post-norm is 0/3 solved"),
-    ("train_fixes", "Peri-LN, depth 24", "residual stream at the end", "RMS up to 14.8, largest |value| 55.3",
-     "RMS up to 14.8, largest |value| 55.3"),
-    ("train_fixes", "pre-norm, depth 24", "residual stream at the end", "RMS up to 30.9, largest |value| 113",
-     "RMS up to 30.9, largest |value| 113"),
-    ("train_fixes", "DyT, depth 12", "outcome", "0/3 solved (3 stuck)", "0/3 solved (3 stuck)"),
-    ("train_qk_norm", "pre-norm, lr 0.03", "largest logit over training", "seed 0 195; seed 1 296; seed 2 176",
-     "seed 0 195; seed 1 296; seed 2 176"),
-    ("train_qk_norm", "with QK-norm", "largest logit over training", "seed 0 10.3; seed 1 12.4; seed 2 11.5",
-     "seed 0 10.3; seed 1 12.4; seed 2 11.5"),
-    ("train_qk_norm", "post-norm, lr 0.01, QK-norm", "outcome", "0/3 solved (3 stuck)",
-     "0/3 solved (3 stuck)"),
-    ("fail_first", "no norm, depth 4", "activations |h|, median", "layer 0 0.667, layer 4 1.09 at the start",
-     "from 0.667 to 1.09"),
-    ("fail_first", "no norm, depth 4", "loss", "last loss 0.34, 0.335, 0.367", "0.335 to 0.367"),
-    ("fail_first", "no norm, depth 8", "gradients |dL/dh|, median", "layer 0 / layer 8: 4.01 at the start",
-     "4.01 times"),
-    ("fail_first", "no norm, depth 8", "loss", "blew up in 3 of 3 seeds", "every seed (step 2)"),
     ("fail_first", "no norm, depth 8", "loss", "at step 2, 2, 2", "(step 2)"),
-    ("fail_first", "no norm, depth 32", "activations |h|, median", "layer 32 68.8 at the start", "68.8"),
-    ("fail_first", "no norm, depth 32", "loss", "start 6.44e4;", "6.44e4"),
-    ("fail_first", "no norm, depth 32", "gradients |dL/dh|, median", "layer 0 / layer 32: 221 at the start", "221"),
-    ("fail_first", "pre-norm, depth 32", "activations |h|, median", "layer 32 2.28 at the start", "2.28"),
-    ("fail_first", "pre-norm, depth 32", "gradients |dL/dh|, median", "layer 32: 3.67 at the start", "3.67"),
-    ("fail_first", "pre-norm, depth 32", "loss", "last loss 0.394, 0.349, 0.409", "0.394, 0.349, 0.409"),
-    ("fail_first", "post-norm, depth 32", "gradients |dL/dh|, median", "0.0522 at step 299", "0.0522"),
-    ("fail_first", "post-norm, depth 32", "loss", "last loss 1.69, 1.57, 1.27", "1.3 to 1.7"),
     ("fail_first", "post-norm, depth 8, lr 0.1", "loss", "at step 8, 7, 9", "steps 8, 7 and 9"),
-    ("fail_first", "pre-norm, depth 32, lr 0.1", "loss", "blew up in 2 of 3 seeds", "2 of 3 seeds"),
-    ("scale_invariance_step", "|W| 10 times", "first step", "W turns by 0.1798°", "0.1798°"),
-    ("scale_invariance_step", "|W| 10 times", "first step", "|W| = 27.5,", "ten times longer"),
-    ("scale_invariance_step", "|W| half", "first step", "W turns by 51.46°", "51.46°"),
-    ("scale_invariance_step", "decay 0.05", "after 300 steps", "|W| = 2.11, the last step turns W by 13.11°",
-     "settles near 2.11"),
-    ("scale_invariance_step", "decay 0.05", "no decay, same start", "|W| = 12.1, last turn 0.1145°", "0.1145°"),
-    ("scale_invariance_step", "|W| 10 times, decay 0.05", "after 300 steps", "|W| = 2.032, the last step turns W "
-     "by 12.86°", "0.1844° to 12.86°"),
-    ("scale_invariance_step", "|W| 10 times, decay 0.05", "first step", "W turns by 0.1844°", "0.1844°"),
-    ("scale_invariance_step", "decay 0.2", "after 300 steps", "|W| = 1.606, the last step turns W by 25.84°",
-     "25.84°"),
 ]
 
 
-@pytest.mark.parametrize(("name", "label", "readout", "shown", "quoted"), NOTICE_NUMBERS,
-                         ids=[f"{n}:{p}:{k}" for n, p, k, *_ in NOTICE_NUMBERS])
-def test_notice_quotes_what_the_readouts_show(name, label, readout, shown, quoted):
+def quoted_numbers(text: str) -> list[tuple[str, Decimal, Decimal, bool, bool]]:
+    """(as written, value, half its last digit, percent, '±') for each number `text` quotes (the rule above)."""
+    out = []
+    for m in NUMBER.finditer(text):
+        sign, digits, percent = m.group(1), m.group(2).replace("−", "-").lower(), bool(m.group(3))
+        if NOT_QUOTED.search(text[:m.start()]):
+            continue
+        if not ("." in digits or "e" in digits or percent or len(digits) >= 3):
+            continue
+        d = Decimal(digits)
+        out.append((m.group(0).strip(), -d if sign in ("-", "−") else d, Decimal(5).scaleb(d.as_tuple().exponent - 1),
+                    percent, sign == "±"))
+    return out
+
+
+def shown_numbers(texts) -> list[Decimal]:
+    return [Decimal(m.group(2).replace("−", "-").lower()) * (-1 if m.group(1) in ("-", "−") else 1)
+            for t in texts for m in NUMBER.finditer(t)]
+
+
+def agrees(quoted: tuple, shown: Decimal) -> bool:
+    _, value, half, percent, both = quoted
+    for v in [shown, shown * 100, (shown - 1) * 100] if percent else [shown]:
+        if any(abs(q - v) <= half for q in ([value, -value] if both else [value])):
+            return True
+    return False
+
+
+def plotted_value(exp, values: dict, line: str, x: float) -> Decimal:
+    """The mean y of the points within half a unit of x of the line labelled `line`, drawn at control `values`."""
+    exp.render(**values)
+    found = [a.get_xydata() for ax in exp.figure().axes for a in ax.get_lines() if a.get_label() == line]
+    assert found, f"{exp.name}: no line labelled {line!r} (PLOTTED in tests/test_catalog.py)"
+    xy = np.asarray(found[0], dtype=float)
+    return Decimal(repr(float(xy[abs(xy[:, 0] - x) < 0.5, 1].mean())))
+
+
+def shown_texts(exp, values: dict) -> list[str]:
+    """The readouts, the alt text and the figure's drawn texts at control `values`, and the controls' stops."""
+    f = exp.render(**values)
+    fig = exp.figure()
+    drawn_texts = [t.get_text() for t in [*fig.texts, *(t for ax in fig.axes for t in ax.texts)] if t.get_visible()]
+    stops = [str(v) for c in exp.controls.values() for v in c.positions()]
+    return [*f.readouts.values(), f.alt, *drawn_texts, *stops]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_number_a_caption_quotes_is_one_its_state_shows(name):
+    """Each preset's caption quotes only numbers its state shows (the rule above), and its counts as shown."""
+    exp, wrong = get(name), []
+    for label, p in exp.presets.items():
+        values = exp.preset_values(label)
+        texts = shown_texts(exp, values)
+        if (name, label) in COMPARED_WITH:
+            other = COMPARED_WITH[name, label]
+            texts += shown_texts(exp, exp.defaults() if other is None else exp.preset_values(other))
+        shown = shown_numbers(texts)
+        for q in quoted_numbers(p.notice):
+            if q[0] in UNCHECKED.get((name, label), ()):
+                continue
+            if (name, label, q[0]) in PLOTTED:
+                plotted = plotted_value(exp, values, *PLOTTED[name, label, q[0]])
+                if not agrees(q, plotted):
+                    wrong.append(f"preset {label!r}: the caption reads {q[0]} off the plot, which draws {plotted:.4g}")
+            elif (name, label, q[0]) in COMPUTED:
+                computed = Decimal(repr(float(COMPUTED[name, label, q[0]](values))))
+                if not agrees(q, computed):
+                    wrong.append(f"preset {label!r}: the caption computes {q[0]}, the settings give {computed}")
+            elif not any(agrees(q, s) for s in shown):
+                wrong.append(f"preset {label!r}: the caption quotes {q[0]}; the state shows "
+                             f"{', '.join(f'{s:g}' for s in sorted({float(s) for s in shown}, key=abs))}")
+        counts = " ".join(texts)
+        wrong += [f"preset {label!r}: the caption counts {c!r}; the state shows no {c!r}"
+                  for c in COUNT.findall(p.notice) if not re.search(rf"(?<![\w.]){re.escape(c)}(?![\w.]*\d)", counts)]
+    assert not wrong, (f"{name}: a caption quotes a number its state does not show. Correct the caption (the "
+                       f"Preset notice in {exp.setup.__module__.replace('.', '/')}.py) or the readout it quotes; a "
+                       "comparison with another state goes into COMPARED_WITH, the caption's own arithmetic into "
+                       "COMPUTED, a value read off a curve into PLOTTED (tests/test_catalog.py).\n" + "\n".join(wrong))
+
+
+def test_the_exceptions_to_the_caption_rule_name_what_the_captions_still_say():
+    """Each entry of COMPARED_WITH, COMPUTED, PLOTTED and UNCHECKED names a preset whose caption still quotes it."""
+    stale = [k for k in COMPARED_WITH if k[1] not in get(k[0]).presets or (v := COMPARED_WITH[k]) is not None
+             and v not in get(k[0]).presets]
+    stale += [k for k in [*COMPUTED, *PLOTTED]
+              if k[2] not in [q[0] for q in quoted_numbers(get(k[0]).presets[k[1]].notice)]]
+    stale += [(k, q) for k, qs in UNCHECKED.items() for q in qs
+              if q not in [n[0] for n in quoted_numbers(get(k[0]).presets[k[1]].notice)]]
+    assert not stale, f"entries in tests/test_catalog.py that no caption quotes any more; delete them: {stale}"
+
+
+@pytest.mark.parametrize(("name", "label", "readout", "shown", "quoted"), SMALL_NUMBERS,
+                         ids=[f"{n}:{p}:{k}" for n, p, k, *_ in SMALL_NUMBERS])
+def test_a_small_number_a_caption_quotes_is_what_the_readout_shows(name, label, readout, shown, quoted):
     exp = get(name)
-    readouts = state(name, exp.preset_values(label))[1]
+    readouts = exp.render(**exp.preset_values(label)).readouts
     assert shown in readouts[readout], f"{name} at {label!r}: {readout} reads {readouts[readout]!r}"
-    assert quoted in exp.presets[label].notice
-
-
-def test_every_explorable_has_its_notice_numbers_checked():
-    assert {n for n, *_ in NOTICE_NUMBERS} == set(NAMES)
+    assert quoted in exp.presets[label].notice, (f"{name} at {label!r}: the caption no longer says {quoted!r}; "
+                                                 "update this row of SMALL_NUMBERS in tests/test_catalog.py")
 
 
 @pytest.mark.parametrize("name", NAMES)
