@@ -208,6 +208,8 @@ def test_the_page_shows_the_generated_figure_first():
     before = PAGE[:PAGE.index("```{figure}")]
     assert len(before.split()) < 120, "the figure should come right after the opening paragraph"
     assert len(alt.split()) >= 40
+    # drawn at 100 dpi for screens, it would print under 200 ppi: on paper the table below carries the same facts
+    assert ":figclass: nl-screen-only\n" in PAGE[PAGE.index("```{figure}"):PAGE.index("```{figure}") + 2000]
 
 
 def test_the_figure_grid_agrees_with_the_alt_text():

@@ -256,4 +256,7 @@ def test_the_models_page_opens_with_its_generated_figure(reader, size):
     assert got["alt"] == re.search(r"```\{figure\} \S+\n:alt: (.+)\n", source).group(1)
     assert got["top"] < 2 * viewport["height"], f"the figure starts {got['top']:.0f} px down"
     assert got["shown"] >= 0.8 * got["pixels"], got
+    r.page.emulate_media(media="print")   # 100 dpi would print under 200 ppi: the table below prints instead
+    assert r.page.evaluate("() => document.querySelector('article.bd-article figure img').offsetWidth") == 0
+    r.page.emulate_media(media="screen")
     assert not r.all_problems, r.all_problems
