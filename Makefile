@@ -72,6 +72,7 @@ $(SITE_STAMP): $(STAMP) $(SITE_SOURCES)
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/nl-frames
 	MPLBACKEND=Agg $(BIN)/python -m scripts.intro_figure
+	MPLBACKEND=Agg $(BIN)/python -m scripts.models_figure
 	NORMLAB_STATIC=1 NORMLAB_FRAMES=$(CURDIR)/_build/nl-frames MPLBACKEND=Agg $(BIN)/jupyter-book build . --path-output . -W -n --keep-going
 	$(BIN)/python scripts/place_frames.py _build/html _build/nl-frames
 	$(BIN)/python scripts/finish_site.py _build/html

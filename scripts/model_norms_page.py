@@ -1,7 +1,9 @@
 """Write the generated part of book/models.md (table, notes, sources) from normlab_core/data/model_norms.json.
 
-    python scripts/model_norms_page.py           rewrite the part between the two markers of the page
-    python scripts/model_norms_page.py --check   exit 1 if the page differs from what the data gives
+The table is the page's main line; the notes and the sources fold away into "Check the figures" blocks.
+
+    python -m scripts.model_norms_page           rewrite the part between the two markers of the page
+    python -m scripts.model_norms_page --check   exit 1 if the page differs from what the data gives
 
 Only the text between BEGIN and END is written; the introduction and the discussion around it are the page's own.
 """
@@ -99,12 +101,19 @@ def sources(data: dict) -> list[str]:
     return out
 
 
+def folded(lines: list[str]) -> list[str]:
+    """`lines` inside a folded "Check the figures" block (a MyST dropdown admonition), closed on screen."""
+    return ["````{admonition} Check the figures", ":class: dropdown", "", *lines, "````"]
+
+
 def render(data: dict) -> str:
     """The generated block, markers included."""
-    parts = [BEGIN, "", *table(data), "", "## Notes, model by model", "", *notes(data), "",
-             "## Where each value was read", "",
-             "Line numbers are those of the file at the commit named; a file read through a search index, "
-             "without its line numbers, has none.", "", *sources(data), "", END]
+    parts = [BEGIN, "", *table(data), "", "## Model by model", "",
+             "What each row describes, and what the code shows beyond the table:", "",
+             *folded(notes(data)), "", "## Where each value was read", "",
+             "Each cell rests on a released file at a fixed commit, or on a section of a paper:", "",
+             *folded(["Line numbers are those of the file at the commit named; a file read through a search index, "
+                      "without its line numbers, has none.", "", *sources(data)]), "", END]
     from scripts import cite_roles  # the citations as the rest of the book writes them: roles on book/references.bib
 
     problems: list = []
@@ -127,7 +136,7 @@ def main(argv: list[str]) -> int:
     new = splice(page, render(load()))
     if "--check" in argv:
         if new != page:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/model_norms_page.py")
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run python -m scripts.model_norms_page")
             return 1
         return 0
     PAGE.write_text(new, encoding="utf-8")

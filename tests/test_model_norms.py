@@ -65,7 +65,7 @@ def test_page_table_equals_the_data():
 
 def test_generated_part_of_the_page_is_up_to_date():
     """Notes and sources too: the block between the markers is exactly what the script writes from the data."""
-    assert mnp.splice(PAGE, mnp.render(DATA)) == PAGE, "run python scripts/model_norms_page.py"
+    assert mnp.splice(PAGE, mnp.render(DATA)) == PAGE, "run python -m scripts.model_norms_page"
     assert PAGE.count(mnp.BEGIN) == 1 and PAGE.count(mnp.END) == 1
 
 
@@ -174,3 +174,95 @@ def test_page_is_in_the_table_of_contents_after_does_it_train():
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
     assert "- file: notebooks/11_does_it_train\n      - file: book/models\n" in toc
     assert PAGE.startswith("# What models actually do\n")
+
+
+# -- the figure (scripts/models_figure.py) ---------------------------------------------------------------------------
+FIGURE = re.compile(r"```\{figure\} (\S+)\n:alt: (.+)\n")
+# the alt text's clauses, "Label: who", and the column of the figure each describes
+ALT_PLACES = {"Sublayer input": "input", "Sublayer output": "output",
+              "Stream after each addition (post-norm)": "stream", "Final norm": "final", "Queries and keys": "qk"}
+
+
+def alt_models(who: str) -> set[str]:
+    """The models an alt-text clause names: 'none', 'every model', 'every model but A and B', 'A only', 'A and B'."""
+    if who == "none":
+        return set()
+    every = who.startswith("every model")
+    named = who.removeprefix("every model").removeprefix(" but ").removesuffix(" only")
+    names = {n for n in re.split(r", | and ", named) if n}
+    assert names <= set(MODELS), f"the alt text names an unknown model: {names - set(MODELS)}"
+    return set(MODELS) - names if every else names
+
+
+def page_figure() -> tuple[str, str]:
+    found = FIGURE.findall(PAGE)
+    assert len(found) == 1, "book/models.md should show one figure, near the top"
+    return found[0]
+
+
+def test_the_page_shows_the_generated_figure_first():
+    from scripts import models_figure
+
+    path, alt = page_figure()
+    assert (ROOT / "book" / path).resolve() == models_figure.OUT
+    before = PAGE[:PAGE.index("```{figure}")]
+    assert len(before.split()) < 120, "the figure should come right after the opening paragraph"
+    assert len(alt.split()) >= 40
+    # drawn at 100 dpi for screens, it would print under 200 ppi: on paper the table below carries the same facts
+    assert ":figclass: nl-screen-only\n" in PAGE[PAGE.index("```{figure}"):PAGE.index("```{figure}") + 2000]
+
+
+def test_the_figure_grid_agrees_with_the_alt_text():
+    """The alt text on the page says, per column, which models have a norm there; the grid the figure draws from the
+    data agrees clause by clause (run python -m scripts.models_figure and edit the alt text when the data change)."""
+    from scripts import models_figure
+
+    rows = models_figure.grid(DATA)
+    clauses = dict(c.split(": ", 1) for c in re.split(r"\.\s+", page_figure()[1].rstrip(".")) if ": " in c)
+    for label, place in ALT_PLACES.items():
+        assert alt_models(clauses[label]) == {r["model"] for r in rows if r["places"][place]}, label
+    for kind in models_figure.NORMS:
+        assert alt_models(clauses[kind]) == {r["model"] for r in rows if r["norm"] == kind}, kind
+    assert [r["year"] for r in rows] == sorted(r["year"] for r in rows), "rows are oldest first"
+
+
+def test_the_figure_grid_against_the_released_lines():
+    """Places read from the table's wording, checked against lines copied from the released code and configs."""
+    from scripts import models_figure
+
+    rows = {r["model"]: r for r in models_figure.grid(DATA)}
+    quotes = {m["model"]: " ".join(q["excerpt"] for k in KEYS for q in m[k]["quotes"]) for m in DATA["models"]}
+    assert "norm_after: true" in quotes["OLMo 2"] and "attention_layer_norm: true" in quotes["OLMo 2"]
+    assert rows["OLMo 2"]["places"] == {"input": False, "output": True, "stream": False, "final": True, "qk": True}
+    assert "post_attention_norm" in quotes["Gemma 2"]
+    assert rows["Gemma 2"]["places"]["input"] and rows["Gemma 2"]["places"]["output"]
+    assert "(x - u)" in quotes["GPT-2"] and rows["GPT-2"]["norm"] == "LayerNorm"
+    assert rows["GPT-2"]["year"] == 2019 and rows["DeepSeek-V3"]["year"] == 2024
+
+
+def test_the_figure_refuses_wording_it_cannot_place():
+    from scripts import models_figure
+
+    changed = copy.deepcopy(DATA)
+    changed["models"][0]["placement"]["text"] = "somewhere else"
+    with pytest.raises(ValueError, match="GPT-2.*placement names no norm"):
+        models_figure.grid(changed)
+    changed = copy.deepcopy(DATA)
+    changed["models"][0]["norm"]["text"] = "BatchNorm"
+    with pytest.raises(ValueError, match="norm should start with one of"):
+        models_figure.grid(changed)
+    changed["models"][0]["version"] = "no year here"
+    with pytest.raises(ValueError, match="version should name one year"):
+        models_figure.year(changed["models"][0])
+
+
+def test_the_figure_is_drawn_to_be_shown_at_its_size(tmp_path):
+    """At most 420 px wide, like the landing figure, so that a phone shows it at 0.8 of its pixels or more."""
+    from PIL import Image
+
+    from scripts import models_figure
+
+    out = tmp_path / "figure.png"
+    assert models_figure.draw(out, DATA) == models_figure.grid(DATA)
+    width, height = Image.open(out).size
+    assert 300 <= width <= 420 and height >= 250, (width, height)

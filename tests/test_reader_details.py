@@ -224,3 +224,39 @@ def printed_code_that_wraps_keeps_its_indentation(r, phone: bool = False) -> Non
     lost = [f"'{w['line']}' (indent {w['indent']}): rows start at {[round(x) for x in w['lefts']]}"
             for w in indented if min(w["lefts"][1:]) < w["lefts"][0] - 0.5]
     assert not lost, "\n".join(lost)
+
+
+# The models page's figure as the built page shows it: the file it loaded, its alt text and where it starts.
+MODELS_FIGURE = """async () => {
+  const img = document.querySelector('article.bd-article figure img');
+  if (!img) return null;
+  await img.decode().catch(() => null);
+  const r = img.getBoundingClientRect();
+  return {file: img.currentSrc.split('/').pop(), alt: img.alt, pixels: img.naturalWidth,
+          top: r.top + window.scrollY, shown: r.width};
+}"""
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_the_models_page_opens_with_its_generated_figure(reader, size):
+    """book/models shows the figure scripts/models_figure.py draws for `make book` (the page's first figure), loaded,
+    with the alt text book/models.md gives it, within the first two screens, and at 0.8 of its pixels or more."""
+    import re
+
+    from browser_support import ROOT
+
+    from scripts import models_figure
+
+    viewport = DESKTOP if size == "desktop" else PHONE
+    r = reader("book/models", viewport=viewport, phone=size == "phone")
+    got = r.page.evaluate(MODELS_FIGURE)
+    assert got is not None, "book/models has no figure: is the figure directive at the top of book/models.md?"
+    assert got["file"] == models_figure.OUT.name and got["pixels"] > 0, f"{got}: run `make book`"
+    source = (ROOT / "book" / "models.md").read_text(encoding="utf-8")
+    assert got["alt"] == re.search(r"```\{figure\} \S+\n:alt: (.+)\n", source).group(1)
+    assert got["top"] < 2 * viewport["height"], f"the figure starts {got['top']:.0f} px down"
+    assert got["shown"] >= 0.8 * got["pixels"], got
+    r.page.emulate_media(media="print")   # 100 dpi would print under 200 ppi: the table below prints instead
+    assert r.page.evaluate("() => document.querySelector('article.bd-article figure img').offsetWidth") == 0
+    r.page.emulate_media(media="screen")
+    assert not r.all_problems, r.all_problems
