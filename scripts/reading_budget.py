@@ -57,7 +57,6 @@ NOT_YET_REWRITTEN = {
     (CORE, "words"),
     ("notebooks/07_pre_post_norm", "screens"),
     ("notebooks/08_backward", "screens"),   # 10.8 with the scale-invariance explorable added; to fold further
-    ("notebooks/10_exercises", "screens"),
 }
 
 # -- reading the main line of a loaded page (in the browser) -----------------------------------------------------
