@@ -84,13 +84,25 @@ def auto_cells(source) -> dict[str, float]:
             if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")}
 
 
-PART_CELLS = {
-    "1a": ["test_ex1_function"], "1b": ["test_ex1_results"], "1c": ["test_ex1_why"],
-    "2a": ["test_ex2_backward", "test_ex2_hidden"], "2b": ["test_ex2_central_difference"], "2c": ["test_ex2_check"],
-    "3": ["test_ex3_visible", "test_ex3_hidden"], "4a": ["test_ex4_small", "test_ex4_counts"],
-    "4b": ["test_ex4_speedup"], "7": ["test_ex7_visible", "test_ex7_hidden"],
-    "8a": ["test_ex8_grads"], "8b": ["test_ex8_observed"],
-}
+def part_cells(source) -> dict[str, list[str]]:
+    """{part: its check cells' grade ids}, read off the source notebook: each code check cell belongs to the answer
+    cell above it, and the answer cells of exercise N (test_exN_...) with checks are its parts "Na", "Nb", ... in
+    order, or "N" when it has one. New exercises join by being written; tests compare the labels with the plans'."""
+    answers, owner = {}, None
+    for cell in source.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code":
+            continue
+        if meta.get("solution"):
+            owner = meta["grade_id"]
+        elif meta.get("grade"):
+            number = re.match(r"test_ex(\d+)_", meta["grade_id"]).group(1)
+            answers.setdefault(number, {}).setdefault(owner, []).append(meta["grade_id"])
+    return {number + ("abcdefgh"[i] if len(cells) > 1 else ""): ids
+            for number, cells in answers.items() for i, ids in enumerate(cells.values())}
+
+
+PART_CELLS = part_cells(nbformat.read(SOURCE, as_version=4))
 
 # --- plausible mistakes, one per autograded part -----------------------------------------------------------
 WRONG = {

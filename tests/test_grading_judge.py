@@ -52,7 +52,7 @@ def reference_ns():
 
 def test_reference_passes_every_check(reference_ns, ctx):
     verdicts = judge_namespace(reference_ns, ctx)
-    assert len(verdicts) == 16 and failing(verdicts) == set()
+    assert set(verdicts) == set(GRADE_IDS) and failing(verdicts) == set()   # a verdict for every check cell
     assert "1(a): 3 visible and 25 hidden cases passed" == verdicts["test_ex1_function"].message
 
 
@@ -561,6 +561,15 @@ def test_every_check_cell_of_the_notebook_has_an_outside_judge():
     hidden = "\n".join(c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")
                        and c.cell_type == "code")
     assert "HIDDEN TESTS" not in hidden and "hidden_checks" not in hidden and "_hidden" not in hidden
+
+
+def test_each_plan_names_the_part_its_check_cell_belongs_to_in_the_notebook(ctx):
+    """PART_CELLS is read off the notebook (grading_support.part_cells); each plan's own label ("8(a)", "3") must
+    be that part, so that its messages name the part the student sees."""
+    plans = hidden_checks.plans(ctx, GRADE_IDS)
+    wrong = {gid: plans[gid].part for part, ids in PART_CELLS.items() for gid in ids
+             if plans[gid].part.replace("(", "").replace(")", "") != part}
+    assert not wrong, f"plans in assignments/normlab_grading/plans.py label these check cells wrongly: {wrong}"
 
 
 def test_describe_reads_values_through_the_built_in_types():
