@@ -58,8 +58,6 @@ NOT_YET_REWRITTEN = {
     ("book/models", "first figure"),
     ("book/models", "number sentences"),
     ("book/models", "words"),
-    ("notebooks/07_pre_post_norm", "screens"),
-    ("notebooks/08_backward", "screens"),   # 10.8 with the scale-invariance explorable added; to fold further
     ("notebooks/10_exercises", "screens"),
     ("notebooks/11_does_it_train", "screens"),
     ("notebooks/11_does_it_train", "words"),
