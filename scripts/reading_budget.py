@@ -55,8 +55,6 @@ REFERENCE_PAGES = ("book/glossary", "book/instructors", "book/references")
 # pair outside this list is over, and when a pair of this list is no longer over: then delete its line.
 NOT_YET_REWRITTEN = {
     (CORE, "words"),
-    ("notebooks/07_pre_post_norm", "screens"),
-    ("notebooks/08_backward", "screens"),   # 10.8 with the scale-invariance explorable added; to fold further
 }
 
 # -- reading the main line of a loaded page (in the browser) -----------------------------------------------------
