@@ -107,3 +107,16 @@ def test_the_ordered_product_is_the_matrix_product_and_the_same_with_any_blas_or
             exact = sum(Fraction(a[i, k]) * Fraction(b[k, j]) for k in range(7))
             assert abs(Fraction(got[i, j]) - exact) <= 8 * 2.0 ** -52 * sum(abs(a[i]) * abs(b[:, j]))
     assert ordered_norm(a) == pytest.approx(np.linalg.norm(a), rel=1e-15)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 10.0])
+def test_layernorm_stretches_no_input_direction_by_more_than_one_over_its_spread(scale):
+    """23.8's input side: the Jacobian of LayerNorm (eps = 0) built by central differences of the forward pass
+    alone has 2-norm 1 / std(x), so a stream ten times larger passes a change on ten times smaller."""
+    from normlab_core.norms import layer_norm
+
+    x = scale * np.random.default_rng(5).normal(size=12)
+    h = 1e-6 * scale
+    jac = np.stack([(layer_norm(x + h * e, eps=0.0) - layer_norm(x - h * e, eps=0.0)) / (2 * h)
+                    for e in np.eye(x.size)], axis=1)
+    assert np.linalg.norm(jac, 2) == pytest.approx(1 / np.std(x), rel=1e-6)
