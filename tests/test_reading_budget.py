@@ -57,6 +57,15 @@ def test_budgets_and_the_ratchet():
     assert any("remove ('book/intro', 'first figure') from NOT_YET_REWRITTEN" in p for p in problems)
 
 
+def test_code_wider_than_the_column_is_over_its_budget_and_says_how_to_fix_it():
+    page = rb.page_from("notebooks/05_rms_norm", {"texts": ["A short page."], "figure": 10, "height": 900,
+                                                  "title": "23.5 RMSNorm", "wide": ["EPS = 1e-5  # a long line"]})
+    assert page.values()["wide code"] == 1 and page.over() == ["wide code"]
+    problems = rb.verdict({("notebooks/05_rms_norm", "wide code")}, allowed=set())
+    assert len(problems) == 1 and "wrap those lines" in problems[0]
+    assert "'EPS = 1e-5  # a long line'" in rb.table([page], "book/intro")
+
+
 def test_the_declared_pages_are_pages_of_the_book():
     pages = set(toc_pages()) | {rb.CORE}
     assert {page for page, _ in rb.NOT_YET_REWRITTEN} <= pages
