@@ -25,11 +25,19 @@ def drivers(bin_dir: Path) -> dict[str, str]:
 
 
 def configure(repo: Path, bin_dir: Path = BIN) -> bool:
-    """Set the drivers in `repo`'s config; False (and nothing changed) when `repo` is not a git work tree."""
+    """Set the drivers in `repo`'s config; False (and nothing changed) when `repo` is not a git work tree.
+
+    A venv inside the work tree is named by its path from the tree's top (git runs the drivers there): the config
+    is shared by every `git worktree` of the repository, and each then uses its own `.venv`, not the one that
+    happened to run this script last (an absolute path broke `git diff` in the others once that one was deleted)."""
     inside = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-inside-work-tree"],
                             capture_output=True, text=True)
     if inside.returncode != 0 or inside.stdout.strip() != "true":
         return False
+    top = Path(subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel"], capture_output=True,
+                              text=True, check=True).stdout.strip()).resolve()
+    if bin_dir.resolve().is_relative_to(top):
+        bin_dir = bin_dir.resolve().relative_to(top)
     for key, value in drivers(bin_dir).items():
         subprocess.run(["git", "-C", str(repo), "config", key, value], check=True)
     return True

@@ -70,3 +70,33 @@ def test_outside_a_work_tree_nothing_is_configured(tmp_path):
 def test_the_repository_names_the_drivers_for_every_notebook():
     attributes = (ROOT / ".gitattributes").read_text()
     assert "*.ipynb diff=jupyternotebook merge=jupyternotebook" in attributes
+
+
+def test_a_venv_inside_the_tree_is_named_relatively_so_each_worktree_uses_its_own(tmp_path):
+    """`git worktree`s share one config. With an absolute path, deleting the worktree whose .venv ran the script
+    broke `git diff` of notebooks everywhere ("git-nbdiffdriver: not found"); a path from the tree's top does not."""
+    main = tmp_path / "main"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    shutil.copy(ROOT / ".gitattributes", main / ".gitattributes")
+    shutil.copy(NOTEBOOK, main / "page.ipynb")
+    (main / ".gitignore").write_text(".venv/\n")
+
+    def venv(tree: Path) -> Path:
+        bin_dir = tree / ".venv" / "bin"
+        bin_dir.mkdir(parents=True)
+        for tool in ("git-nbdiffdriver", "git-nbmergedriver"):
+            (bin_dir / tool).symlink_to(BIN / tool)
+        return bin_dir
+
+    assert git_notebooks.configure(main, venv(main))
+    assert git(main, "config", "diff.jupyternotebook.command").startswith(".venv/bin/git-nbdiffdriver ")
+    git(main, "add", ".")
+    git(main, "commit", "-qm", "start")
+    other = tmp_path / "other"
+    git(main, "worktree", "add", "-q", str(other))
+    venv(other)
+    shutil.rmtree(main / ".venv")                  # the first checkout's venv is gone
+    nb = json.loads((other / "page.ipynb").read_text())
+    nb["cells"][0]["source"] = ["# A new title\n"]
+    (other / "page.ipynb").write_text(json.dumps(nb, indent=1))
+    assert "## modified /cells/0/source" in git(other, "diff")
