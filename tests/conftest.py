@@ -100,11 +100,13 @@ AREAS = {
              "test_static_figures.py", "test_finish_site.py", "test_make_site.py", "test_reading_*.py",
              "test_folded_*.py"],
     "grading": ["test_grading_*.py", "test_assignments.py", "test_grades_lms.py", "test_classroom.py"],
-    "project": ["test_layers.py", "test_references.py", "test_git_notebooks.py", "test_quiet_tools.py"],
+    "project": ["test_layers.py", "test_references.py", "test_git_notebooks.py", "test_quiet_tools.py",
+                "test_page_links.py"],
 }
 QUICK = ["test_maths.py", "test_norm_registry.py", "test_geometry.py", "test_backward_complete.py",
          "test_batch_norm_contrast.py", "test_transformer.py", "test_model_norms.py", "test_layers.py",
-         "test_references.py", "test_train_arguments.py", "test_quick_explorables.py", "test_grading_judge.py"]
+         "test_references.py", "test_train_arguments.py", "test_quick_explorables.py", "test_grading_judge.py",
+         "test_page_links.py"]
 QUICK_EXCEPT = ["test_reference_gets_full_marks_for_500_random_seeds", "test_a_slow_answer_is_stopped"]
 
 

@@ -12,8 +12,6 @@ import re
 import pytest
 from toc_support import ROOT, toc_pages
 
-pytestmark = pytest.mark.quick
-
 PAGES = toc_pages()
 LINK = re.compile(r"\[([^\]]*)\]\(([^)\s#]+)(?:#[^)]*)?\)")
 
