@@ -591,17 +591,20 @@ class ProgressExport:
         self.args, self.pending, self.every = (course, assignment, states), set(pending), every
         self.last, self.cost = time.monotonic(), 0.0
 
-    def __call__(self, final: bool = False) -> None:
+    def __call__(self, final: bool = False) -> Path | None:
+        """Export if it is time (always when `final`, with no student left pending); the path when written."""
         now = time.monotonic()
         if not final and now - self.last < max(self.every, 5 * self.cost):
-            return
+            return None
         try:
-            export(*self.args, pending=() if final else self.pending)
+            out = export(*self.args, pending=() if final else self.pending)
         except Exception as exc:  # noqa: BLE001 - an interim export may fail (a locked gradebook); the final one counts
             if final:
                 raise
             print(f"  (grades.csv not updated this time: {type(exc).__name__}: {_short(exc)})", flush=True)
+            out = None
         self.last, self.cost = time.monotonic(), time.monotonic() - now
+        return out
 
 
 # --- the command -------------------------------------------------------------------------------------------
@@ -741,11 +744,12 @@ def grade(course: Path, args) -> int:
     seed = seed_from(config)
     timings = []
     phases: dict = {}
+    progress = ProgressExport(course, assignment, states, [s for s, _ in todo])
     if todo:
         t0 = time.monotonic()
         writer = FeedbackWriter(course, assignment, jobs, state_dir, len(todo))   # before any thread starts
         grade_all(course, assignment, todo, unsafe, limits, seed, jobs, fingerprint, state_dir, states, timings,
-                  writer.add, ProgressExport(course, assignment, states, [s for s, _ in todo]))
+                  writer.add, progress)
         t1 = time.monotonic()
         for student, problem in writer.finish().items():
             state = states[student]
@@ -757,7 +761,7 @@ def grade(course: Path, args) -> int:
         phases = {"grading": t1 - t0, "feedback": time.monotonic() - t1}
     else:
         print("nothing to grade: every submission is unchanged since it was last graded (--all to grade again)")
-    csv_path = export(course, assignment, states)
+    csv_path = progress(final=True)
     report(course, assignment, students, states, csv_path, state_dir, timings, time.monotonic() - started, jobs,
            phases, refused)
     return 1 if refused or any(states[s]["status"].startswith("FAILED") for s in students if s in states) else 0
