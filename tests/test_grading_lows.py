@@ -1,0 +1,164 @@
+"""The grader's small holes, each as a hostile notebook of our own, run for real in the sandbox.
+
+The delegation tripwire (runner.Tripwires) lives in the student's own process, so a notebook can switch it off.
+That must cost an answer of the student's own nothing, and a delegating answer must still score 0 (the sandbox's
+copy of normlab_core has nothing to delegate to). The notebooks below are the instructor's answers with one of
+the ways a student could switch the wire off added to the answer cell of 1(a), run once as they are and once
+with the delegating answers of grading_support.DELEGATING.
+
+If one fails: the code is in assignments/normlab_grading/runner.py (Tripwires, _core_functions); run
+    PATH=$PWD/.venv/bin:$PATH .venv/bin/pytest -p no:cacheprovider -q tests/test_grading_lows.py
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from grading_support import (
+    DELEGATING,
+    EXPECTED_LOST,
+    GRADE_IDS,
+    SOURCE,
+    context,
+    grade_id,
+    require_sandbox,
+    sandbox,
+    solutions,
+)
+from normlab_grading import hidden_checks
+
+LIMITS = sandbox.Limits(cell_seconds=60, check_seconds=60, startup_seconds=60, memory_mb=2048)
+NOT_RUN = ("ex4_timing", "ex6_experiment")   # optional cells that only time or print
+
+# The runner's globals, found from a cell through the frames that run it.
+_RUNNER = """
+import sys as _sys
+
+_frame = _sys._getframe()
+while _frame is not None and "Tripwires" not in _frame.f_globals:
+    _frame = _frame.f_back
+_runner = _frame.f_globals
+"""
+
+# Ways to switch the wire off, each added after an answer cell's code.
+SWITCH_OFF = {
+    # the runner's class made to do nothing
+    "the class": _RUNNER + """
+_runner["Tripwires"].__enter__ = lambda self: self
+_runner["Tripwires"].__exit__ = lambda self, *exc: False
+""",
+    # the tripwire's code never made
+    "the code": _RUNNER + """
+_runner["_tripwire_code"] = lambda name, freevars: None
+""",
+    # the search for the library's functions made to fail
+    "the search": _RUNNER + """
+def _nothing(modules):
+    raise RuntimeError("switched off")
+
+
+_runner["_core_functions"] = _nothing
+""",
+    # the record of calls made to forget them
+    "the record": _RUNNER + """
+class _Forget(list):
+    def append(self, item):
+        pass
+
+
+_wire_init = _runner["Tripwires"].__init__
+_runner["Tripwires"].__init__ = lambda self, modules, tripped: _wire_init(self, modules, _Forget())
+""",
+    # the library's functions put back by every call of the answer
+    "the code put back": """
+import sys as _sys
+import types as _types
+
+import normlab_core.gradcheck
+import normlab_core.norms
+
+_CORE = [_m for _m in list(_sys.modules.values()) if getattr(_m, "__name__", "").startswith("normlab_core")]
+_OWN = {_fn: _fn.__code__ for _m in _CORE for _fn in list(vars(_m).values()) if isinstance(_fn, _types.FunctionType)}
+
+
+def _untripped(fn):
+    def call(*args, **kwargs):
+        for _f, _code in _OWN.items():
+            _f.__code__ = _code
+        return fn(*args, **kwargs)
+    return call
+
+
+layer_norm_vector = _untripped(layer_norm_vector)
+""",
+    # the library's modules under another name too
+    "a module under another name": """
+import sys as _sys
+
+import normlab_core.gradcheck
+import normlab_core.norms
+
+_sys.modules["normlab_core.norms.again"] = normlab_core.norms
+_sys.modules["normlab_core.gradcheck.again"] = normlab_core.gradcheck
+""",
+    # the library's functions under a second name in their own module
+    "a function under another name": """
+import normlab_core.norms
+
+normlab_core.norms.my_layer_norm = normlab_core.norms.layer_norm
+normlab_core.norms.my_rms_norm = normlab_core.norms.rms_norm
+""",
+    # the names the notebook uses rebound to copies the wire does not know
+    "copies of the functions": """
+import types as _types
+
+
+def _copy(fn):
+    new = _types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new
+
+
+layer_norm, rms_norm = _copy(layer_norm), _copy(rms_norm)
+""",
+    # what the wire tells functions by, rebound
+    "types.FunctionType": """
+import types as _types
+
+_types.FunctionType = object
+""",
+}
+
+
+def _failing(replace: dict) -> dict:
+    """{grade id: message} of the check cells that fail, the notebook run in the sandbox with these answers."""
+    nb = nbformat.read(SOURCE, as_version=4)
+    answers = {**solutions(nb), **replace}
+    cells = [{"index": i, "source": answers.get(grade_id(c), c.source)} for i, c in enumerate(nb.cells)
+             if c.cell_type == "code" and grade_id(c) not in NOT_RUN]
+    plans = hidden_checks.plans(context(), GRADE_IDS)
+    run = sandbox.run_submission(cells, lambda records: hidden_checks.request(plans, 60.0), LIMITS)
+    verdicts = {gid: hidden_checks.judge(plan, run.groups.get(gid), 60.0) for gid, plan in plans.items()}
+    return {gid: f"{run.status}: {v.message}" for gid, v in verdicts.items() if not v.passed}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bubblewrap():
+    require_sandbox()
+
+
+def test_switching_the_tripwire_off_costs_own_answers_nothing_and_a_delegate_still_scores_0():
+    # On the old runner a function found twice (an alias, a module under a second name) was wired twice, and
+    # leaving put the tripwire back as its code: every later check that used rms_norm or layer_norm (2(c), 3,
+    # 8(a)) failed for an honest notebook; a rebound types.FunctionType stopped the checks altogether.
+    ref = solutions(nbformat.read(SOURCE, as_version=4))
+    lost, kept = {}, {}
+    for way, code in SWITCH_OFF.items():
+        honest = _failing({"ex1_function": ref["ex1_function"] + code})
+        if honest:
+            lost[way] = honest
+        delegating = _failing({**DELEGATING, "ex1_function": DELEGATING["ex1_function"] + code})
+        if set(delegating) != EXPECTED_LOST["delegating"]:
+            kept[way] = sorted(EXPECTED_LOST["delegating"] - set(delegating))
+    assert lost == {}, f"answers of the student's own lost points once the tripwire was switched off: {lost}"
+    assert kept == {}, f"delegating answers scored once the tripwire was switched off: {kept}"
