@@ -30,17 +30,14 @@ from normlab_grading import hidden_checks
 LIMITS = sandbox.Limits(cell_seconds=60, check_seconds=60, startup_seconds=60, memory_mb=2048)
 NOT_RUN = ("ex4_timing", "ex6_experiment")   # optional cells that only time or print
 
-# The runner's globals, found from a cell through the frames that run it.
+# The runner's globals, reached from a cell through the class of the stream it prints to.
 _RUNNER = """
 import sys as _sys
 
-_frame = _sys._getframe()
-while _frame is not None and "Tripwires" not in _frame.f_globals:
-    _frame = _frame.f_back
-_runner = _frame.f_globals
+_runner = type(_sys.stdout).write.__globals__
 """
 
-# Ways to switch the wire off, each added after an answer cell's code.
+# Ways to switch the wire off, each added after an answer cell's code. Those in STILL_ON leave it on.
 SWITCH_OFF = {
     # the runner's class made to do nothing
     "the class": _RUNNER + """
@@ -128,10 +125,14 @@ import types as _types
 _types.FunctionType = object
 """,
 }
+# (a copy of layer_norm still calls the module's own helpers, which are wired)
+STILL_ON = {"a module under another name", "a function under another name", "copies of the functions",
+            "types.FunctionType"}
 
 
-def _failing(replace: dict) -> dict:
-    """{grade id: message} of the check cells that fail, the notebook run in the sandbox with these answers."""
+def _graded(replace: dict) -> tuple[dict, list]:
+    """({grade id: message} of the check cells that fail, the errors of the answer cell of 1(a)), the notebook
+    run in the sandbox with these answers."""
     nb = nbformat.read(SOURCE, as_version=4)
     answers = {**solutions(nb), **replace}
     cells = [{"index": i, "source": answers.get(grade_id(c), c.source)} for i, c in enumerate(nb.cells)
@@ -139,7 +140,9 @@ def _failing(replace: dict) -> dict:
     plans = hidden_checks.plans(context(), GRADE_IDS)
     run = sandbox.run_submission(cells, lambda records: hidden_checks.request(plans, 60.0), LIMITS)
     verdicts = {gid: hidden_checks.judge(plan, run.groups.get(gid), 60.0) for gid, plan in plans.items()}
-    return {gid: f"{run.status}: {v.message}" for gid, v in verdicts.items() if not v.passed}
+    first = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "ex1_function")
+    errors = [f"{o['ename']}: {o['evalue']}" for o in run.cells[first]["outputs"] if o["output_type"] == "error"]
+    return {gid: f"{run.status}: {v.message}" for gid, v in verdicts.items() if not v.passed}, errors
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -150,15 +153,20 @@ def bubblewrap():
 def test_switching_the_tripwire_off_costs_own_answers_nothing_and_a_delegate_still_scores_0():
     # On the old runner a function found twice (an alias, a module under a second name) was wired twice, and
     # leaving put the tripwire back as its code: every later check that used rms_norm or layer_norm (2(c), 3,
-    # 8(a)) failed for an honest notebook; a rebound types.FunctionType stopped the checks altogether.
+    # 8(a)) failed for an honest notebook; a rebound types.FunctionType stopped every check.
     ref = solutions(nbformat.read(SOURCE, as_version=4))
-    lost, kept = {}, {}
+    lost, kept, broken = {}, {}, {}
     for way, code in SWITCH_OFF.items():
-        honest = _failing({"ex1_function": ref["ex1_function"] + code})
+        honest, errors = _graded({"ex1_function": ref["ex1_function"] + code})
         if honest:
             lost[way] = honest
-        delegating = _failing({**DELEGATING, "ex1_function": DELEGATING["ex1_function"] + code})
+        delegating, errors_too = _graded({**DELEGATING, "ex1_function": DELEGATING["ex1_function"] + code})
         if set(delegating) != EXPECTED_LOST["delegating"]:
             kept[way] = sorted(EXPECTED_LOST["delegating"] - set(delegating))
+        # the way did switch the wire off: 1(a) fails on what the graded layer_norm does, not on the wire
+        tripped = "calls normlab_core's own implementation" in delegating.get("test_ex1_function", "")
+        if errors or errors_too or tripped != (way in STILL_ON):
+            broken[way] = (errors + errors_too, delegating.get("test_ex1_function"))
     assert lost == {}, f"answers of the student's own lost points once the tripwire was switched off: {lost}"
     assert kept == {}, f"delegating answers scored once the tripwire was switched off: {kept}"
+    assert broken == {}, f"ways that did not run, or did not do what they say: {broken}"
