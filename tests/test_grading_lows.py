@@ -1,12 +1,17 @@
-"""The grader's small holes, each as a hostile notebook of our own, run for real in the sandbox.
+"""The grader's small holes, each as a hostile notebook of our own.
 
 The delegation tripwire (runner.Tripwires) lives in the student's own process, so a notebook can switch it off.
 That must cost an answer of the student's own nothing, and a delegating answer must still score 0 (the sandbox's
 copy of normlab_core has nothing to delegate to). The notebooks below are the instructor's answers with one of
 the ways a student could switch the wire off added to the answer cell of 1(a), run once as they are and once
-with the delegating answers of grading_support.DELEGATING.
+with the delegating answers of grading_support.DELEGATING, for real in the sandbox.
 
-If one fails: the code is in assignments/normlab_grading/runner.py (Tripwires, _core_functions); run
+2(c) asks gradient_gap to compare the student's two gradients. The grader also calls it with one of the two
+functions made some times too large; that factor is drawn with the hidden inputs, so an answer that notices the
+spoiled call and answers from a constant it learnt earns nothing.
+
+If one fails: the code is in assignments/normlab_grading/runner.py (Tripwires, _core_functions) and plans.py
+(plan_ex2_check); run
     PATH=$PWD/.venv/bin:$PATH .venv/bin/pytest -p no:cacheprovider -q tests/test_grading_lows.py
 """
 
@@ -21,6 +26,8 @@ from grading_support import (
     SOURCE,
     context,
     grade_id,
+    judge_namespace,
+    namespace,
     require_sandbox,
     sandbox,
     solutions,
@@ -145,12 +152,12 @@ def _graded(replace: dict) -> tuple[dict, list]:
     return {gid: f"{run.status}: {v.message}" for gid, v in verdicts.items() if not v.passed}, errors
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture()
 def bubblewrap():
     require_sandbox()
 
 
-def test_switching_the_tripwire_off_costs_own_answers_nothing_and_a_delegate_still_scores_0():
+def test_switching_the_tripwire_off_costs_own_answers_nothing_and_a_delegate_still_scores_0(bubblewrap):
     # On the old runner a function found twice (an alias, a module under a second name) was wired twice, and
     # leaving put the tripwire back as its code: every later check that used rms_norm or layer_norm (2(c), 3,
     # 8(a)) failed for an honest notebook; a rebound types.FunctionType stopped every check.
@@ -170,3 +177,34 @@ def test_switching_the_tripwire_off_costs_own_answers_nothing_and_a_delegate_sti
     assert lost == {}, f"answers of the student's own lost points once the tripwire was switched off: {lost}"
     assert kept == {}, f"delegating answers scored once the tripwire was switched off: {kept}"
     assert broken == {}, f"ways that did not run, or did not do what they say: {broken}"
+
+
+# A gradient_gap that compares nothing: a made-up tiny gap, and for a spoiled call (told by its changed code) what
+# the grader's factor, taken as the constant it once was, would give.
+CONSTANT_SPOIL = """
+_codes = {"rmsnorm_backward": rmsnorm_backward.__code__, "central_difference": central_difference.__code__}
+
+
+def gradient_gap(dy, x, gamma, eps):
+    if rmsnorm_backward.__code__ is not _codes["rmsnorm_backward"]:
+        spoiled = np.asarray(rmsnorm_backward(dy, x, gamma, eps))
+        return float(np.max(np.abs(spoiled - spoiled / 1.5)))
+    if central_difference.__code__ is not _codes["central_difference"]:
+        return float(0.5 * np.max(np.abs(rmsnorm_backward(dy, x, gamma, eps))))
+    return 2e-10
+"""
+
+
+def test_2c_told_from_the_spoiled_calls_by_a_known_factor_earns_nothing():
+    # Fails while the factor was the constant 1.5 for every course and hand-in.
+    ns = namespace()
+    exec(compile(CONSTANT_SPOIL, "<constant spoil>", "exec"), ns)  # noqa: S102
+    ids = ["test_ex2_check"]
+    for seed in (hidden_checks.COURSE_SEED, 1, 2, 3):
+        ctx = context(seed)
+        factors = [f for c in hidden_checks.plans(ctx, ids)["test_ex2_check"].cases
+                   for f in c.request.get("replace", {}).values()]
+        assert len(factors) == 2 and all(1.75 <= f <= 3.0 for f in factors), factors
+        verdict = judge_namespace(ns, ctx, ids)["test_ex2_check"]
+        assert not verdict.passed and "does not change when" in verdict.message, (seed, verdict.message)
+        assert judge_namespace(namespace(), ctx, ids)["test_ex2_check"].passed   # the instructor's answer
