@@ -7,8 +7,13 @@ the ways a student could switch the wire off added to the answer cell of 1(a), r
 with the delegating answers of grading_support.DELEGATING, for real in the sandbox.
 
 2(c) asks gradient_gap to compare the student's two gradients. The grader also calls it with one of the two
-functions made some times too large; that factor is drawn with the hidden inputs, so an answer that notices the
+functions made a few times too large; that factor is drawn with the hidden inputs, so an answer that notices the
 spoiled call and answers from a constant it learnt earns nothing.
+
+The other small holes have their tests beside their code: test_grading_bounds (feedback templates missing,
+terminal escapes in a log, metadata 900 levels deep, a timestamp that is not a date, files beside the
+notebook), test_grading_sandbox (fifty spinning threads), test_grading_code (a table of hidden inputs from
+earlier feedback) and test_grading_judge (a gradient_gap that only spots the altered calls).
 
 If one fails: the code is in assignments/normlab_grading/runner.py (Tripwires, _core_functions) and plans.py
 (plan_ex2_check); run
