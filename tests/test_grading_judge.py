@@ -684,7 +684,7 @@ def rmsnorm_backward(dy, x, gamma=None, eps=1e-5):   # wrong: drops the term thr
 
 def test_2c_is_judged_against_what_the_students_own_functions_return(ctx):
     # A gradient_gap that only tells the grader's spoiled calls apart (here by their code objects) and returns a
-    # large number for them earns nothing: with a function made 1.5 times too large the gap must be what the
+    # large number for them earns nothing: with a function made a few times too large the gap must be what the
     # student's own functions then give. Fails on the older judge, which asked for any gap above 1e-3.
     ns = namespace()
     exec(compile(DETECTOR, "<detector>", "exec"), ns)  # noqa: S102

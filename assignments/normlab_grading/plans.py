@@ -339,11 +339,13 @@ def plan_ex2_check(ctx: Context) -> Plan:
     shape = (2, 6)
     x, dy, gamma = draws.vector(12), draws.vector(12), draws.vector(6, 0.5, 1.5)
     args = (arr(dy, shape), arr(x, shape), arr(gamma), 1e-5)
+    # how much too large each function is made: drawn like the inputs, so no answer can count on a constant
+    spoil = {name: round(draws.uniform(1.75, 3.0), 3) for name in ("rmsnorm_backward", "central_difference")}
 
     # gradient_gap is judged against what the student's own rmsnorm_backward returns on the same inputs (a case
     # before the others asks for it), and the true gradient for the numeric side: a correct central difference
-    # agrees with it to ~1e-10, far inside the tolerance. With one of the two functions made 1.5 times too large,
-    # the gap must be what that gives, so that telling the spoiled calls apart earns nothing.
+    # agrees with it to ~1e-10, far inside the tolerance. With one of the two functions made `spoil` times too
+    # large, the gap must be what that gives, so that telling the spoiled calls apart earns nothing.
     truth = np.array(backward_reference(shape, x, dy, gamma, 1e-5))
     seen: dict = {}   # the student's analytic gradient, set by the first call for each submission judged
 
@@ -376,9 +378,9 @@ def plan_ex2_check(ctx: Context) -> Plan:
     honest = gap_of(lambda a: a - truth, not_honest)
     cases = [Case(get("max_abs_diff"), stored, False), Case(call("rmsnorm_backward", *args), own_backward),
              Case(call("gradient_gap", *args), honest)]
-    for name, expected in (("rmsnorm_backward", lambda a: 1.5 * a - truth),
-                           ("central_difference", lambda a: a - 1.5 * truth)):
-        cases.append(Case(call("gradient_gap", *args, replace={name: 1.5}),
+    for name, expected in (("rmsnorm_backward", lambda a: spoil["rmsnorm_backward"] * a - truth),
+                           ("central_difference", lambda a: a - spoil["central_difference"] * truth)):
+        cases.append(Case(call("gradient_gap", *args, replace={name: spoil[name]}),
                           gap_of(expected, lambda gap, want, name=name: (
                               f"2(c): gradient_gap does not change when {name} is wrong as it should; it must "
                               "compute both gradients with your functions and compare them"))))

@@ -42,6 +42,7 @@ _monotonic = time.monotonic
 _setitimer = signal.setitimer
 _STR, _LIST, _DICT = str, list, dict
 _type = type
+_FUNCTION = types.FunctionType   # a notebook that rebinds types.FunctionType switches nothing here off
 _isinstance = isinstance
 _import_module = importlib.import_module
 _encode_line, _decode_line, _group_record = wire.encode_line, wire.decode_line, wire.group_record
@@ -377,33 +378,48 @@ def _core_functions(modules) -> list:
                 continue
             prefix = fullname[len("normlab_core."):]
             for name, obj in list(vars(module).items()):
-                if _isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__:
+                if _isinstance(obj, _FUNCTION) and obj.__module__ == module.__name__:
                     found.append((f"{prefix}.{name}", obj))
                 elif _isinstance(obj, _type) and obj.__module__ == module.__name__:
                     for attr, meth in list(vars(obj).items()):
-                        if _isinstance(meth, types.FunctionType):
+                        if _isinstance(meth, _FUNCTION):
                             found.append((f"{prefix}.{name}.{attr}", meth))
     return found
 
 
 class Tripwires:
-    """While active, normlab_core's functions in `modules` record a call and raise instead of computing."""
+    """While active, normlab_core's functions in `modules` record a call and raise instead of computing.
+
+    The notebook runs in this process and can switch the wire off; that must cost an answer of its own nothing.
+    So a function found under two names (an alias the notebook made, a module put in sys.modules again under
+    another name) is wired once, with its own code saved, and leaving always puts every function's own code
+    back: no later check meets a tripwire left behind. Whatever the notebook broke in the search for the
+    functions leaves those functions unwired rather than stopping the checks."""
 
     def __init__(self, modules, tripped: list):
-        self.modules, self.tripped, self.saved = modules, tripped, []
+        self.modules, self.tripped, self.saved = modules, tripped, {}
 
     def __enter__(self):
-        for qualname, fn in _core_functions(self.modules):
-            code = _tripwire_code(qualname, fn.__code__.co_freevars)
-            if code is None:
+        try:
+            found = _core_functions(self.modules)
+        except Exception:  # noqa: BLE001 - the notebook broke the search (builtins, sys.modules): no wire
+            found = []
+        for qualname, fn in found:
+            try:
+                if fn in self.saved:   # functions compare and hash by identity only
+                    continue
+                code = _tripwire_code(qualname, fn.__code__.co_freevars)
+                if code is None:
+                    continue
+                self.saved[fn] = fn.__code__
+                fn.__globals__["__normlab_tripped__"] = self.tripped
+                fn.__code__ = code
+            except Exception:  # noqa: BLE001, S112 - a function that cannot be wired is left as it is
                 continue
-            self.saved.append((fn, fn.__code__))
-            fn.__globals__["__normlab_tripped__"] = self.tripped
-            fn.__code__ = code
         return self
 
     def __exit__(self, *exc):
-        for fn, code in self.saved:
+        for fn, code in self.saved.items():
             fn.__code__ = code
             fn.__globals__.pop("__normlab_tripped__", None)
         return False
@@ -413,7 +429,7 @@ def _spoiled_code(fn, factor: float, asarray):
     """Code for `fn` that returns `factor` times what `fn` returns: it calls a copy of `fn` (its own code, globals,
     defaults and closure) held as a constant of the code, so it reads no global and has fn's free variables."""
     original = fn.__code__
-    real = types.FunctionType(original, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    real = _FUNCTION(original, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     real.__kwdefaults__ = fn.__kwdefaults__
     freevars = original.co_freevars
     outer = "".join(f"    {v} = None\n" for v in freevars)
@@ -511,7 +527,7 @@ def one_call(ns, call, np, alarm, seconds):
         original = ns.get(other)
         if original is None:
             continue
-        code = _spoiled_code(original, float(factor), np.asarray) if _isinstance(original, types.FunctionType) \
+        code = _spoiled_code(original, float(factor), np.asarray) if _isinstance(original, _FUNCTION) \
             else None
         if code is not None:
             # The student's own function object gets the broken code for this call: the same object, name,
