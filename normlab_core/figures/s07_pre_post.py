@@ -318,12 +318,12 @@ def trains_setup(fig, *, narrow):
         ax.set_yticks(range(len(GRID_DEPTHS)), [str(d) for d in GRID_DEPTHS])
         ax.grid(False)
         label(ax, "peak learning rate", "depth (layers)")
-        # the title names the warm-up, so it is a text drawn with the data where the axes' title would sit (a new
-        # title of the axes would draw the whole figure again)
-        art[f"title_{p}"] = ax.annotate("", (0, 1), xycoords="axes fraction", ha="left", va="baseline",
-                                        xytext=(0, mpl.rcParams["axes.titlepad"]), textcoords="offset points",
-                                        fontsize=mpl.rcParams["axes.titlesize"],
-                                        fontweight=mpl.rcParams["axes.titleweight"])
+        # the warm-up follows the title as a text drawn with the data, on the title's line (a new title would draw
+        # the whole figure again)
+        title = ax.set_title(f"{PLACEMENT_NAMES[p]}, warm-up", loc="left")
+        art[f"warm_{p}"] = ax.annotate("", (1, 0), xycoords=title, ha="left", va="bottom",
+                                       fontsize=mpl.rcParams["axes.titlesize"],
+                                       fontweight=mpl.rcParams["axes.titleweight"])
     return art
 
 
@@ -351,7 +351,7 @@ def trains_update(art, *, warmup):
             art[f"t_{p}{i}{j}"].set_text(text)
             if art[f"t_{p}{i}{j}"].get_color() != colour:
                 art[f"t_{p}{i}{j}"].set_color(colour)
-        art[f"title_{p}"].set_text(f"{PLACEMENT_NAMES[p]}, warm-up {warmup_label(warmup, short=True)}")
+        art[f"warm_{p}"].set_text(f" {warmup_label(warmup, short=True)}")   # (a space after the title)
     readouts = {PLACEMENT_NAMES[p]: grid_words(warmup, p) for p in ("post", "pre")}
     alt = (f"Two grids of depth ({GRID_DEPTHS[0]} to {GRID_DEPTHS[-1]} layers) against peak learning rate "
            f"({number(GRID_LRS[0])} to {number(GRID_LRS[-1])}), warm-up {warmup_label(warmup)}: in each cell the "
