@@ -147,6 +147,18 @@ def burst_control(exp) -> int:
     return next((i for i, c in enumerate(controls) if isinstance(c, Slider)), 0)
 
 
+def burst_keys(start: list, k: int, stops: int, n: int) -> list[str]:
+    """n state keys stepping control k on from `start` (stop indices, as text) through its `stops` positions, round
+    and round; the last is never the state already shown."""
+    step = 1 if n % stops else 2
+    keys = []
+    for i in range(n):
+        parts = list(start)
+        parts[k] = str((int(start[k]) + step + i) % stops)
+        keys.append(",".join(parts))
+    return keys
+
+
 def bench_burst(exp, n: int = 50) -> dict:
     """n requests of the live face for states along the first slider (or, with none, the first control), as fast
     as they come; time until the kernel's frame shows the last one."""
@@ -157,11 +169,7 @@ def bench_burst(exp, n: int = 50) -> dict:
     k = burst_control(exp)
     start = [str(p) for p in view.spec["start"]]
     stops = len(list(exp.controls.values())[k].positions())
-    keys = []
-    for i in range(n):
-        parts = list(start)
-        parts[k] = str((int(start[k]) + 1 + i) % stops)
-        keys.append(",".join(parts))
+    keys = burst_keys(start, k, stops, n)
     view.wait()
     draws = view.draws
     t0 = time.perf_counter()

@@ -8,7 +8,7 @@ import pytest
 
 from normlab_core.figures import catalog
 from normlab_core.interactive import Slider
-from scripts.bench import bench_burst
+from scripts.bench import bench_burst, burst_keys
 
 WITHOUT_SLIDER = [name for name, exp in catalog().items()
                   if not any(isinstance(c, Slider) for c in exp.controls.values())]
@@ -28,3 +28,13 @@ def test_a_burst_on_an_explorable_without_a_slider_moves_its_first_control(name)
         "(scripts/bench.py burst_control)")
     assert result["finished"] and result["shows_last_value"], (
         f"{name}: after the burst the live view does not show the last state asked for: {result}")
+
+
+
+@pytest.mark.parametrize("stops", range(2, 11))
+def test_a_bursts_last_state_is_never_the_one_already_shown(stops):
+    """Stepping on from the start round a control's positions ends where it began when the positions divide the
+    requests (2 positions, 50 requests): the view would show a frame it holds and the burst measure nothing."""
+    keys = burst_keys(["0", "1"], 0, stops, 50)
+    assert len(keys) == 50 and keys[-1] != "0,1" and all(k.endswith(",1") for k in keys), (
+        f"{stops} positions: the burst's last state is {keys[-1]!r}, the start (scripts/bench.py burst_keys)")
