@@ -138,21 +138,38 @@ def bench_explorable(exp, naive_max: int) -> dict:
 
 # -- burst ------------------------------------------------------------------------------------------------
 
+def burst_control(exp) -> int:
+    """The index of the control a burst moves along: the first slider, or the first control (a choice) where the
+    explorable has no slider."""
+    from normlab_core.interactive import Slider
+
+    controls = list(exp.controls.values())
+    return next((i for i, c in enumerate(controls) if isinstance(c, Slider)), 0)
+
+
+def burst_keys(start: list, k: int, stops: int, n: int) -> list[str]:
+    """n state keys stepping control k on from `start` (stop indices, as text) through its `stops` positions, round
+    and round; the last is never the state already shown."""
+    step = 1 if n % stops else 2
+    keys = []
+    for i in range(n):
+        parts = list(start)
+        parts[k] = str((int(start[k]) + step + i) % stops)
+        keys.append(",".join(parts))
+    return keys
+
+
 def bench_burst(exp, n: int = 50) -> dict:
-    """n requests of the live face for states along the first slider, as fast as they come; time until the
-    kernel's frame shows the last one."""
+    """n requests of the live face for states along the first slider (or, with none, the first control), as fast
+    as they come; time until the kernel's frame shows the last one."""
     from normlab_core.interactive.live import LiveView, key_values
 
     view = LiveView(exp)
     view.send = lambda *a, **k: None
-    k = next(i for i, c in enumerate(exp.controls.values()) if getattr(c, "stops", None))
+    k = burst_control(exp)
     start = [str(p) for p in view.spec["start"]]
     stops = len(list(exp.controls.values())[k].positions())
-    keys = []
-    for i in range(n):
-        parts = list(start)
-        parts[k] = str((int(start[k]) + 1 + i) % stops)
-        keys.append(",".join(parts))
+    keys = burst_keys(start, k, stops, n)
     view.wait()
     draws = view.draws
     t0 = time.perf_counter()
@@ -161,7 +178,7 @@ def bench_burst(exp, n: int = 50) -> dict:
     done = view.wait(timeout=30)
     elapsed = time.perf_counter() - t0
     last = exp.render(**key_values(exp, keys[-1]))
-    result = {"control": list(exp.controls)[k], "ms": _ms(elapsed), "draws": view.draws - draws,
+    result = {"control": list(exp.controls)[k], "positions": stops, "ms": _ms(elapsed), "draws": view.draws - draws,
               "finished": bool(done), "shows_last_value": view.frame["key"] == keys[-1] and view.png == last.png}
     view.close()
     return result
@@ -332,7 +349,8 @@ def print_burst(res: dict) -> None:
         if "error" in r:
             print(f"  {name:28s} ERROR {r['error']}")
         else:
-            print(f"  {name:28s} {r['ms']:7.1f} ms  {r['draws']} draw(s)  control {r['control']}"
+            print(f"  {name:28s} {r['ms']:7.1f} ms  {r['draws']} draw(s)  control {r['control']} "
+                  f"({r['positions']} positions)"
                   f"{'' if r['shows_last_value'] else '  (image does NOT show the last value)'}")
 
 

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import numpy as np
+from matplotlib.legend_handler import HandlerTuple
+from matplotlib.lines import Line2D
 from matplotlib.patches import Polygon
 
 from ..formatting import number
@@ -74,7 +76,11 @@ def setup(fig, *, narrow):
         ax.set_ylim(*lim[kind])
         ax.set_xlim(0, max(axes()["depth"]))      # one axis for every depth: a deeper stack reaches further
         ax.set_xticks(sorted({0, *axes()["depth"]}))
-    ax_a.legend(loc="upper left", fontsize=8)
+    # one legend for every state (a new legend would draw the whole figure again): the last step's handle shows
+    # the colours of all three wirings, its line takes the one shown
+    last = tuple(Line2D([], [], color=COLORS[w], lw=1.8) for w in axes()["wiring"])
+    ax_a.legend(handles=[art["act_start_mid"], last], labels=["at the start", "at the last step"], loc="upper left",
+                fontsize=8, handler_map={tuple: HandlerTuple(ndivide=None, pad=0)})
     label(ax_a, "layer l (0 = input)", "|h_l|: 5-25-50-75-95 %", "Activations")
     label(ax_g, "layer l (0 = input)", "|dL/dh_l| (log scale)", "Gradients")
     steps = np.arange(stored()["settings"]["steps"])
@@ -115,8 +121,6 @@ def update(art, *, depth, placement, lr):
             art[f"{kind}_{k}"].set_facecolor(colour)
         art[f"{kind}_mid"].set_color(colour)
     step = first["end_step"]
-    # the legend again: its handle takes the placement's colour
-    art["axes"]["act"].legend(handles=[art["act_start_mid"], art["act_mid"]], loc="upper left", fontsize=8)
     blown, ends = [], []
     for line, seed in zip(art["loss"], seeds, strict=True):
         r = runs[(depth, placement, lr, seed)]

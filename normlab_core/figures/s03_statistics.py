@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import matplotlib as mpl
 import numpy as np
 
 from ..examples import VECTOR_A
@@ -13,7 +14,7 @@ from ..interactive import Choice, Explorable, Preset, Slider, vector
 from ..moments import one_pass_var, span_in_std
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, NARROW_IN, index_ticks, label, panels, value_formatter, vector_label
+from .style import COLORS, NARROW_IN, index_ticks, label, panels, text_yticks, value_formatter, vector_label
 
 
 def stored(offset: float, scale: float, dtype: str, x) -> np.ndarray:
@@ -40,6 +41,9 @@ def half_height(scale: float, x) -> float:
     return next(m * decade for m in (1, 2, 5, 10) if m * decade >= half * (1 - 1e-12))
 
 
+TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)        # the deviations' ticks, in units of the panel's half-height
+WIDEST_TICK = "\N{MINUS SIGN}0.00025"    # the room kept left of that panel for their labels (the widest one)
+TICK_LABEL = value_formatter()            # plain numbers: no SI prefix
 RAW_LIM = (-1e3, 1e6)   # the raw panel's fixed axis: every offset stop, in decades (symlog), and scale 100 at offset 0
 RAW_LINEAR = 0.01        # below this size the raw axis is linear (it holds 0)
 
@@ -66,7 +70,9 @@ def setup(fig, *, narrow, x):
     band = ax_x.axhspan(-1, 1, color=COLORS["input"], alpha=0.12, lw=0, label=r"mean $\pm$ 1 std")
     ax_x.axhline(0, color=COLORS["input"], lw=1, ls="--", label="mean")
     (raw,) = ax_x.plot(idx, x - x.mean(), "o-", color=COLORS["input"], label=r"$x_i - \bar{x}$")
-    ax_x.yaxis.set_major_formatter(value_formatter())   # plain numbers: no SI prefix
+    # the deviations are drawn in units of the panel's half-height, which follows the scale, and the tick labels are
+    # texts that say so: a new scale changes data only (new limits would draw the whole figure again)
+    ticks = text_yticks(ax_x, TICKS, WIDEST_TICK)
     mean_txt = ax_x.text(0.98, 0.03, "", transform=ax_x.transAxes, ha="right")
     ax_x.legend(loc="upper left", fontsize=8)
     label(ax_x, "component index i", r"$x_i - \bar{x}$ (input units)", "Deviations from the mean")
@@ -82,12 +88,15 @@ def setup(fig, *, narrow, x):
     ax_z.set_ylim(-lim, lim)
     ax_z.legend(loc="upper left", fontsize=8)
     label(ax_z, "component index i", "standardized value (std units)", "")
+    title = ax_z.set_title("Standardized:", loc="left")   # what the points show follows it, drawn with the data
+    shows = ax_z.annotate("", (1, 0), xycoords=title, ha="left", va="bottom", fontsize=mpl.rcParams["axes.titlesize"],
+                          fontweight=mpl.rcParams["axes.titleweight"])
     for ax in (ax_x, ax_z):
         index_ticks(ax, x.size)
         ax.set_xlim(-0.5, x.size - 0.1)
     return {**art, "ax_x": ax_x, "ax_z": ax_z, "band": band, "raw": raw, "mean_txt": mean_txt, "std_pts": std_pts,
             "span_bar": span_bar, "span_txt": span_txt, "note": note, "z": z,
-            "raw_dots": raw_dots}
+            "raw_dots": raw_dots, "ticks": ticks, "shows": shows}
 
 
 def update(art, *, offset, scale, dtype, x):
@@ -95,11 +104,12 @@ def update(art, *, offset, scale, dtype, x):
     mean, var = (float(a) for a in mean_var(v))
     std = math.sqrt(var)
     half = half_height(scale, x)
-    art["ax_x"].set_ylim(-half, half)
-    art["raw"].set_ydata(v.astype(np.float64) - mean)
+    for text, t in zip(art["ticks"], TICKS, strict=True):   # the deviations' panel runs from -half to half
+        text.set_text(TICK_LABEL(t * half))
+    art["raw"].set_ydata((v.astype(np.float64) - mean) / half)
     art["raw_dots"].set_ydata(v.astype(np.float64))
-    art["band"].set_y(-std)
-    art["band"].set_height(2 * std)
+    art["band"].set_y(-std / half)
+    art["band"].set_height(2 * std / half)
     art["mean_txt"].set_text(f"mean {number(mean, 7)}\nstd {number(std)}")
     z = standardize(v)
     shown = vector_label(v, fmt=_stored)
@@ -110,7 +120,7 @@ def update(art, *, offset, scale, dtype, x):
         art["span_bar"].set_ydata([np.nan, np.nan])
         art["span_txt"].set_text("")
         art["note"].set_text("variance 0: all values are equal,\n(x - mean) / std is 0/0 (drawn at 0)")
-        art["ax_z"].set_title("Standardized: undefined", loc="left")
+        art["shows"].set_text(" undefined")   # (a space after the title)
         why = "variance is 0: every value is the same number, so (x - mean) / std is 0/0"
         if scale > 0:
             why = (f"the spread {number(scale)} is below the {dtype} spacing near {number(offset)} "
@@ -127,8 +137,7 @@ def update(art, *, offset, scale, dtype, x):
         art["span_txt"].set_text(f"span\n{number(span)} std")
         art["note"].set_text("" if drift < 1e-3 else
                              f"{dtype} rounding bent the shape\nby up to {number(drift, 2)} std")
-        art["ax_z"].set_title("Standardized: bent" if drift >= 1e-3 else
-                              "Standardized: same shape", loc="left")
+        art["shows"].set_text(" bent" if drift >= 1e-3 else " same shape")
         out["standardized"] = vector_label(z, fmt=lambda a: f"{a:+.4f}")
         out["span (max - min) / std"] = number(span, 6)
         result = ("the standardized values lie on the crosses of the exact shape" if drift < 1e-3 else

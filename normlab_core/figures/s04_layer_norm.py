@@ -5,18 +5,14 @@ from __future__ import annotations
 import math
 import warnings
 
-import matplotlib as mpl
 import numpy as np
-from matplotlib.font_manager import FontProperties
-from matplotlib.textpath import TextPath
-from matplotlib.transforms import ScaledTranslation
 
 from ..examples import VECTOR_A
 from ..formatting import number
 from ..interactive import Explorable, Preset, Slider, scalar, vector
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, NARROW_IN, index_ticks, label, panels, value_formatter
+from .style import COLORS, NARROW_IN, index_ticks, label, panels, text_yticks, value_formatter
 
 OUT_LIM = 5.0
 # The input panel's ticks, in units of its limit: its limits stay at -1 and 1 and its tick labels are texts drawn with
@@ -42,16 +38,7 @@ def setup(fig, *, narrow, x, eps=None, raw=False):
     idx = np.arange(x.size)
     (line_in,) = ax_in.plot(idx, (x - x.mean()) * 0, "o-", color=COLORS["input"])
     ax_in.axhline(0, color="0.6", lw=0.8)
-    ax_in.set_ylim(-1.0, 1.0)
-    ax_in.set_yticks(TICKS, [""] * len(TICKS))
-    where, va, ha = ax_in.get_yaxis_text1_transform(mpl.rcParams["ytick.major.size"] + mpl.rcParams["ytick.major.pad"])
-    ticks = [ax_in.text(0, t, "", transform=where, va=va, ha=ha, fontsize=mpl.rcParams["ytick.labelsize"])
-             for t in TICKS]
-    room = TextPath((0, 0), WIDEST_TICK, size=FontProperties(size=mpl.rcParams["ytick.labelsize"]).get_size_in_points())
-    room = (room.get_extents().width + mpl.rcParams["ytick.major.size"] + mpl.rcParams["ytick.major.pad"]
-            + mpl.rcParams["axes.labelpad"])
-    ax_in.yaxis.set_label_coords(0, 0.5, transform=ax_in.transAxes + ScaledTranslation(-room / 72, 0,
-                                                                                      fig.dpi_scale_trans))
+    ticks = text_yticks(ax_in, TICKS, WIDEST_TICK)
     stats_in = ax_in.text(0.02, 0.96, "", transform=ax_in.transAxes, va="top")
     (line_out,) = ax_out.plot(idx, x - x.mean(), "o-", color=COLORS["layer_norm"], label="LayerNorm(x)")
     (band_hi,) = ax_out.plot([-0.3, x.size - 0.7], [1, 1], "--", color="0.45", lw=1, label=r"$\beta \pm \gamma$")

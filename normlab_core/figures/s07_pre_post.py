@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 
+import matplotlib as mpl
 import numpy as np
+from matplotlib.colors import to_rgba
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from ..examples import STACK_INPUT
@@ -273,8 +277,10 @@ FD_PRESETS = {
 
 
 # -- what training does: the lab's grid, compact (stored runs of `make experiments`, never trained here) -------
+@functools.cache
 def _grid_cells(warmup) -> dict:
-    """(placement, depth, lr) -> the stored runs of that cell of the lab's grid, at this warm-up."""
+    """(placement, depth, lr) -> the stored runs of that cell of the lab's grid, at this warm-up (the store is
+    read-only, so each warm-up is looked up once)."""
     exp = stored()
     return {(p, d, r): exp.select(placement=p, depth=d, lr=r, warmup=warmup)
             for p in PLACEMENTS for d in GRID_DEPTHS for r in GRID_LRS}
@@ -301,31 +307,51 @@ def trains_setup(fig, *, narrow):
     axes = panels(fig, narrow)
     art = {"axes": dict(zip(PLACEMENTS, axes, strict=True))}
     for p, ax in art["axes"].items():
-        art[f"img_{p}"] = ax.imshow(np.zeros((len(GRID_DEPTHS), len(GRID_LRS))), cmap=SOLVED_COLOURS,
-                                    vmin=-0.5, vmax=len(SOLVED_COLOURS.colors) - 0.5, origin="lower", aspect="auto")
-        for i in range(len(GRID_DEPTHS)):
+        for i in range(len(GRID_DEPTHS)):   # a patch per cell: a new warm-up draws only the cells it changes
             for j in range(len(GRID_LRS)):
+                art[f"c_{p}{i}{j}"] = ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, lw=0,
+                                                             fc=SOLVED_COLOURS.colors[0]))
                 art[f"t_{p}{i}{j}"] = ax.text(j, i, "", ha="center", va="center", linespacing=1.15)
+        ax.set_xlim(-0.5, len(GRID_LRS) - 0.5)
+        ax.set_ylim(-0.5, len(GRID_DEPTHS) - 0.5)
         ax.set_xticks(range(len(GRID_LRS)), [number(v) for v in GRID_LRS])
         ax.set_yticks(range(len(GRID_DEPTHS)), [str(d) for d in GRID_DEPTHS])
         ax.grid(False)
-        label(ax, "peak learning rate", "depth (layers)", PLACEMENT_NAMES[p])
+        label(ax, "peak learning rate", "depth (layers)")
+        # the warm-up follows the title as a text drawn with the data, on the title's line (a new title would draw
+        # the whole figure again)
+        title = ax.set_title(f"{PLACEMENT_NAMES[p]}, warm-up", loc="left")
+        art[f"warm_{p}"] = ax.annotate("", (1, 0), xycoords=title, ha="left", va="bottom",
+                                       fontsize=mpl.rcParams["axes.titlesize"],
+                                       fontweight=mpl.rcParams["axes.titleweight"])
     return art
 
 
-def trains_update(art, *, warmup):
-    cells = _grid_cells(warmup)
+@functools.cache
+def _grid_look(warmup, placement) -> dict:
+    """(i, j) -> (its shade, its words, their colour) for each cell (depth i, lr j) of one placement's grid at this
+    warm-up."""
     top = len(SOLVED_COLOURS.colors) - 1
-    for (p, d, r), runs in cells.items():
-        i, j = GRID_DEPTHS.index(d), GRID_LRS.index(r)
-        solved = sum(x["outcome"] == "solved" for x in runs)
-        shade = round(top * solved / len(runs))
-        art[f"img_{p}"].get_array()[i, j] = shade
-        art[f"t_{p}{i}{j}"].set_text(f"{solved}/{len(runs)}\n{_loss_range(runs)}")
-        art[f"t_{p}{i}{j}"].set_color("white" if shade == top else "black")
-    for p in PLACEMENTS:
-        art[f"img_{p}"].changed()
-        art["axes"][p].set_title(f"{PLACEMENT_NAMES[p]}, warm-up {warmup_label(warmup, short=True)}", loc="left")
+    out = {}
+    for (p, d, r), runs in _grid_cells(warmup).items():
+        if p == placement:
+            solved = sum(x["outcome"] == "solved" for x in runs)
+            shade = round(top * solved / len(runs))
+            out[GRID_DEPTHS.index(d), GRID_LRS.index(r)] = (SOLVED_COLOURS.colors[shade],
+                                                            f"{solved}/{len(runs)}\n{_loss_range(runs)}",
+                                                            "white" if shade == top else "black")
+    return out
+
+
+def trains_update(art, *, warmup):
+    for p in PLACEMENTS:   # only what differs from the state before is set: a cell that stays is not drawn again
+        for (i, j), (shade, text, colour) in _grid_look(warmup, p).items():
+            if art[f"c_{p}{i}{j}"].get_facecolor() != to_rgba(shade):
+                art[f"c_{p}{i}{j}"].set_facecolor(shade)
+            art[f"t_{p}{i}{j}"].set_text(text)
+            if art[f"t_{p}{i}{j}"].get_color() != colour:
+                art[f"t_{p}{i}{j}"].set_color(colour)
+        art[f"warm_{p}"].set_text(f" {warmup_label(warmup, short=True)}")   # (a space after the title)
     readouts = {PLACEMENT_NAMES[p]: grid_words(warmup, p) for p in ("post", "pre")}
     alt = (f"Two grids of depth ({GRID_DEPTHS[0]} to {GRID_DEPTHS[-1]} layers) against peak learning rate "
            f"({number(GRID_LRS[0])} to {number(GRID_LRS[-1])}), warm-up {warmup_label(warmup)}: in each cell the "

@@ -208,22 +208,31 @@ def fix_setup(fig, *, narrow):
               transform=ax_r.get_yaxis_transform())
     ax_r.set_yscale("log")
     ax_r.set_ylim(0.3, 3e5)
+    ax_r.set_xlim(0.5, max(FIX_DEPTHS) + 0.5)   # one axis for every depth: a deeper stack reaches further
+    ax_r.set_xticks(sorted({1, *FIX_DEPTHS}))
     label(ax_r, "layer", "residual stream after the layer", "The stream at the end of training")
     return art
 
 
+@functools.cache
+def _fix_cell(variant: str, depth: int, lr: float) -> tuple:
+    """(the stored runs of this variant's cell, every (depth, lr) stored for the variant, plain post-norm's runs of
+    the same cell), looked up once (the store is read-only)."""
+    fields, exp = VARIANTS[variant][0], stored()
+    return (exp.select(depth=depth, lr=lr, **fields),
+            sorted({(c["config"]["depth"], c["lr"]) for c in exp.select(**fields)}),
+            exp.select(depth=depth, lr=lr, placement="post", warmup=0.0))
+
+
 def fix_update(art, *, variant, depth, lr):
     fields, color, words = VARIANTS[variant]
-    exp = stored()
-    runs = exp.select(depth=depth, lr=lr, **fields)
+    runs, done, plain = _fix_cell(variant, depth, lr)
     _show_seeds(art, "s", runs, color)
     for s in range(len(SEED_STYLES)):
         run = next((r for r in runs if r["seed"] == s), None)
         rms = [] if run is None else np.array(run["resid_rms"][-1], dtype=float)
         art[f"r{s}"].set_data(np.arange(1, len(rms) + 1), rms)
         art[f"r{s}"].set_color(color)
-    art["ax_r"].set_xlim(0.5, depth + 0.5)
-    done = sorted({(c["config"]["depth"], c["lr"]) for c in exp.select(**fields)})
     out = {"outcome": f"{words}, depth {depth}, lr {number(lr)}: {seed_summary(runs)}"}
     largest = np.max([np.array(r["resid_max"][-1], dtype=float) for r in runs], axis=0) if runs else []
     art["rmax"].set_data(np.arange(1, len(largest) + 1), largest)
@@ -239,7 +248,7 @@ def fix_update(art, *, variant, depth, lr):
         if not runs and art[ax].get_legend():
             art[ax].get_legend().remove()
     out["residual stream at the end"] = stream_words(runs) if runs else "not trained at this depth and learning rate"
-    out["plain post-norm, same cell"] = seed_summary(exp.select(depth=depth, lr=lr, placement="post", warmup=0.0))
+    out["plain post-norm, same cell"] = seed_summary(plain)
     out["stored for this model"] = "; ".join(f"depth {d}, lr {number(r)}" for d, r in done)
     alt = (f"Left: training loss of {SEEDS_WORD} seeds against step for {words} at depth {depth} and peak learning "
            f"rate {number(lr)}, chance loss dashed: {seed_summary(runs)}. Right: on a log scale, the RMS of the "

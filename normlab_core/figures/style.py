@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import math
 
+import matplotlib as mpl
 import numpy as np
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextPath
 from matplotlib.ticker import FuncFormatter
+from matplotlib.transforms import ScaledTranslation
 
 from ..canvas import (
     COLORS,
@@ -28,7 +32,7 @@ from ..formatting import number
 
 __all__ = ["COLORS", "DPI", "FIGURE_SHARPNESS", "HEIGHT_IN", "NARROW_IN", "NARROW_SHARPNESS", "RC", "SHARPNESS",
            "SMALLEST", "WIDTH_IN", "blank_figure", "figure_png", "house_style", "index_ticks", "label", "new_figure",
-           "one_two_five", "panels", "PLACEMENT_NAMES", "value_formatter", "vector_label"]
+           "one_two_five", "panels", "PLACEMENT_NAMES", "text_yticks", "value_formatter", "vector_label"]
 
 # Where a residual layer puts its norm, by the names the code uses (residual.PLACEMENTS, transformer.PLACEMENTS and
 # the training studies' variants), as the figures write them.
@@ -80,6 +84,23 @@ def one_two_five(v: float) -> float:
         return 1.0
     decade = 10.0 ** math.floor(math.log10(v))
     return next(m * decade for m in (1, 2, 5, 10) if m * decade >= v * (1 - 1e-12))
+
+
+def text_yticks(ax, ticks, widest: str) -> list:
+    """The y axis of `ax` fixed at -1 to 1 with ticks at `ticks` whose labels are texts drawn with the data (set
+    their words to the values the ticks stand for): a new scale then changes data only, not the whole figure. The
+    y label keeps room for `widest`, the widest label the texts will hold."""
+    ax.set_ylim(-1.0, 1.0)
+    ax.set_yticks(ticks, [""] * len(ticks))
+    pad = mpl.rcParams["ytick.major.size"] + mpl.rcParams["ytick.major.pad"]
+    where, va, ha = ax.get_yaxis_text1_transform(pad)
+    size = mpl.rcParams["ytick.labelsize"]
+    texts = [ax.text(0, t, "", transform=where, va=va, ha=ha, fontsize=size) for t in ticks]
+    room = TextPath((0, 0), widest, size=FontProperties(size=size).get_size_in_points()).get_extents().width
+    room += pad + mpl.rcParams["axes.labelpad"]   # points
+    ax.yaxis.set_label_coords(0, 0.5, transform=ax.transAxes + ScaledTranslation(-room / 72, 0,
+                                                                                 ax.figure.dpi_scale_trans))
+    return texts
 
 
 def value_formatter(digits: int = 3) -> FuncFormatter:
