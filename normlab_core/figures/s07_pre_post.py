@@ -290,6 +290,8 @@ def _loss_range(runs) -> str:
     """The seeds' final losses as 'lo-hi' (two decimals; '<0.01' for a solved cell)."""
     lo, hi = (f"{v:.2f}" if v >= 0.01 else "<0.01" for v in
               (min(r["final_loss"] for r in runs), max(r["final_loss"] for r in runs)))
+    if lo == "<0.01" and hi == "0.01":
+        return "\u22640.01"     # below 0.01 up to one that rounds to it
     return lo if lo == hi else f"{lo}\u2013{hi}"
 
 
