@@ -537,3 +537,11 @@ def test_a_layout_is_kept_under_a_key_that_names_everything_its_fit_depends_on(t
     shutil.rmtree(tmp_path / "kept")
     copy(exp).render()
     assert layouts.folder() is None and not (tmp_path / "kept").exists()
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory")
+
+    monkeypatch.delenv("NORMLAB_LAYOUT_CACHE")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(layouts.Path, "home", staticmethod(no_home))   # a sandbox without a home folder
+    assert layouts.folder() is None and copy(exp).render().png == fresh.render().png

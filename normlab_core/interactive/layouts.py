@@ -32,7 +32,10 @@ def folder() -> Path | None:
         return None
     if where:
         return Path(where)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    except (RuntimeError, KeyError, OSError):   # no home folder (a sandbox): nothing is kept
+        return None
     return Path(base) / "normlab" / "layouts"
 
 
