@@ -475,8 +475,9 @@ def test_the_23_7_curves_are_computed_once_per_input_and_equal_a_fresh_computati
 
 def test_a_layout_is_kept_under_a_key_that_names_everything_its_fit_depends_on(tmp_path, monkeypatch):
     """normlab_core/interactive/layouts.py: the key changes with any byte of the library's files, the layout, the
-    inputs and the stops; a learner's own setup or input type is never kept; a kept layout that does not fit the
-    figure is fitted afresh and replaced; NORMLAB_LAYOUT_CACHE=off keeps nothing."""
+    inputs, the stops and matplotlib's text and axes settings; a learner's own setup or input type is never kept; a
+    kept layout that does not fit the figure, or is none, is fitted afresh and replaced; NORMLAB_LAYOUT_CACHE=off
+    keeps nothing, nor does a process without a home folder."""
     import shutil
 
     from normlab_core.interactive import Explorable
@@ -502,6 +503,10 @@ def test_a_layout_is_kept_under_a_key_that_names_everything_its_fit_depends_on(t
               layouts.key(exp, False, {**start, "sublayer": Affine(0.7, 0.2)}, 180),
               layouts.key(exp, False, {**start, "x0": start["x0"][:-1]}, 180),
               layouts.key(exp.at(depth=7), False, start, 180)]
+    import matplotlib
+
+    with matplotlib.rc_context({"font.family": "serif"}):   # a learner's own matplotlib settings
+        others.append(layouts.key(exp, False, start, 180))
     assert None not in others and len({key, *others}) == len(others) + 1
 
     class Own(Affine):   # a learner's own sublayer, and a learner's own setup

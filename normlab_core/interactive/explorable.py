@@ -208,11 +208,11 @@ class _Drawing:
         dpi = DPI * (NARROW_SHARPNESS if narrow else SHARPNESS)
         self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size), dpi=dpi)
         self.exp, self.backgrounds, self.static = exp, OrderedDict(), set()
-        self.key = layouts.key(exp, narrow, start, dpi)   # (None: a layout never kept)
-        self.layout = layouts.load(self.key) if kept else None   # the fitted layout, as layouts.record gives it
-        self.fitted = fit = self.layout is None
         with house_style(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            self.key = layouts.key(exp, narrow, start, dpi)   # (None: a layout never kept)
+            self.layout = layouts.load(self.key) if kept else None   # the fitted layout, as layouts.record gives it
+            self.fitted = fit = self.layout is None
             self.art = exp.setup(self.fig, narrow=narrow, **{k: start[k] for k in exp.inputs})
             exp.update(self.art, **start)
             if fit:

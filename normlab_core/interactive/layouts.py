@@ -58,14 +58,23 @@ def source_digest() -> str:
 def _plain(value) -> bool:
     if isinstance(value, (list, tuple)):
         return all(map(_plain, value))
+    if isinstance(value, np.ndarray):
+        return value.dtype != object
     if isinstance(value, PLAIN):
         return True
     kind = type(value)   # the library's own value types (residual.Affine), whose repr states every field
     return kind.__module__.startswith("normlab_core.") and hasattr(kind, "__dataclass_fields__")
 
 
+# the settings of matplotlib that may move text or axes (read under the house style, which sets some of them)
+LAYOUT_RC = ("font.", "text.", "mathtext.", "axes.", "xtick.", "ytick.", "legend.", "figure.constrained_layout.",
+             "figure.titlesize", "figure.titleweight", "figure.labelsize", "figure.labelweight", "lines.")
+
+
 def key(exp, narrow: bool, start: dict, dpi: float) -> str | None:
-    """The key of this explorable's layout drawn from `start` (None: not to be kept)."""
+    """The key of this explorable's layout drawn from `start` under the rcParams in force (None: not to be kept)."""
+    import matplotlib
+
     from .explorable import fingerprint
 
     own = all(getattr(f, "__module__", "").startswith("normlab_core.") for f in (exp.setup, exp.update))
@@ -74,7 +83,8 @@ def key(exp, narrow: bool, start: dict, dpi: float) -> str | None:
     what = repr((exp.name, f"{exp.setup.__module__}.{exp.setup.__qualname__}",
                  f"{exp.update.__module__}.{exp.update.__qualname__}", bool(narrow),
                  exp.narrow_size if narrow else exp.size, dpi, fingerprint(start),
-                 [sorted((k, repr(v)) for k, v in p.items()) for p in exp.probes()]))
+                 [sorted((k, repr(v)) for k, v in p.items()) for p in exp.probes()],
+                 sorted((k, repr(v)) for k, v in matplotlib.rcParams.items() if k.startswith(LAYOUT_RC))))
     return f"{source_digest()}-{hashlib.sha256(what.encode()).hexdigest()[:24]}"
 
 
