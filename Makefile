@@ -44,7 +44,7 @@ classroom: $(CLASSROOM_STAMP)
 # The whole classroom path in Chromium (tests/test_classroom.py): as root; skips otherwise, or without chromium
 # (fails instead under NORMLAB_REQUIRE_BROWSER=1).
 test-classroom: $(CLASSROOM_STAMP)
-	$(BIN)/pytest -p no:cacheprovider tests/test_classroom.py -m classroom
+	$(BIN)/pytest -p no:cacheprovider $(DURATIONS) tests/test_classroom.py -m classroom
 
 # assignments/grades.csv as a Canvas gradebook CSV and a Moodle grade-import CSV in _build/lms/
 # (scripts/grades_lms.py; ROSTER=file.csv adds Canvas ids, sections and emails; LMS_ARGS="--grades F --out D").
@@ -97,6 +97,9 @@ lint: $(STAMP)
 XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 # The browser tests spend most of their time waiting for Chromium, so they run on more workers than cores.
 XDIST_BROWSER := -n 3 --dist loadgroup --no-loadscope-reorder
+# Every suite of `make test` (and of CI) ends with its twenty slowest tests (setup, call and teardown each), so
+# that a log shows where the time went (notes/test-suite-time.md).
+DURATIONS := --durations=20
 
 # The quick loop, about a minute on two cores: lint and the tests marked `quick` (tests/conftest.py, QUICK: the maths,
 # the norms, one state per explorable, the grading judge). `make test-unit` runs every unit test; a subset by area:
@@ -106,7 +109,7 @@ check: lint
 
 # (tests/test_quick_explorables.py is make check's one state per explorable; test_catalog.py here draws them all.)
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) tests --ignore=tests/test_quick_explorables.py -m "not browser and not lab and not pdf and not portable and not classroom and not book"
+	MPLBACKEND=Agg $(BIN)/pytest $(XDIST) $(DURATIONS) tests --ignore=tests/test_quick_explorables.py -m "not browser and not lab and not pdf and not portable and not classroom and not book"
 
 # Property-based exploration of the parameters cells (tests/test_parameter_explore.py, not part of `make test`):
 # hypothesis draws values inside each declaration of normlab_core/parameters.py and runs the notebook on each (fixed
@@ -125,11 +128,11 @@ test-book: book
 # Every notebook's stored outputs against the copy the book executed (_build/jupyter_execute), compared as nbval
 # compares (tests/test_executed_notebooks.py): `make test` executes each notebook once for both.
 test-executed: $(STAMP)
-	$(BIN)/pytest -p no:cacheprovider tests/test_executed_notebooks.py -m book
+	$(BIN)/pytest -p no:cacheprovider $(DURATIONS) tests/test_executed_notebooks.py -m book
 
 # The browser tests on the site as it is (test-book builds it first).
 test-browser: $(STAMP)
-	$(BIN)/pytest $(XDIST_BROWSER) tests -m browser
+	$(BIN)/pytest $(XDIST_BROWSER) $(DURATIONS) tests -m browser
 
 # Full-page screenshots of every page at 1280x900 and 390x844 (_build/screenshots/<size>/ and a copy of each in
 # _build/screenshots/), taken by the browser tests' page reads on the site as built; `make test` takes the
@@ -145,13 +148,13 @@ reading-budget: $(STAMP) $(SITE_STAMP)
 # The PDF edition of the site as built, then its checks (tests/test_pdf.py: pages, bookmarks, text, links).
 test-pdf: $(STAMP)
 	$(BIN)/python -m scripts.make_pdf _build/html -o _build/pdf/normlab.pdf
-	$(BIN)/pytest -p no:cacheprovider tests/test_pdf.py -m pdf
+	$(BIN)/pytest -p no:cacheprovider $(DURATIONS) tests/test_pdf.py -m pdf
 
 # The live widgets in a private JupyterLab driven by chromium (tests/test_lab.py; a temporary copy of notebooks/).
 # One test process: two (each with its own JupyterLab and Chromium) took more CPU than they saved in wall time
 # beside the other suites of `make test` on two cores.
 test-lab: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/pytest tests -m lab
+	MPLBACKEND=Agg $(BIN)/pytest $(DURATIONS) tests -m lab
 
 # Everything CI checks: lint, then test-unit, test-lab and test-book (book, then test-browser, test-pdf and
 # test-executed), all side by side (-O keeps each one's output together). None of them keeps the two cores busy
@@ -165,7 +168,7 @@ test: lint
 # The stored outputs, frames and runs under other arithmetic kernels than the machine's own (tests/test_portable.py):
 # OpenBLAS's Prescott kernel, 1 and 2 BLAS threads, numpy's baseline loops. .ci/run calls it after `make test`.
 test-portable: $(STAMP)
-	$(BIN)/pytest $(XDIST) tests -m portable
+	$(BIN)/pytest $(XDIST) $(DURATIONS) tests -m portable
 
 test-determinism: $(STAMP)
 	for run in 1 2 3; do MPLBACKEND=Agg $(NBVAL) $(NOTEBOOKS) || exit 1; done

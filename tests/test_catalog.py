@@ -25,7 +25,7 @@ from toc_support import toc_notebooks
 
 from normlab_core.figures import catalog, get
 from normlab_core.figures.style import SMALLEST
-from normlab_core.interactive import Choice, Slider
+from normlab_core.interactive import Choice, Slider, layouts
 
 NAMES = list(catalog())
 LAYOUTS = {"wide": False, "narrow": True}
@@ -204,16 +204,27 @@ def test_neighbouring_stops_never_look_the_same(name):
     assert not dead, f"{name}: neighbouring stops with the identical frame and readouts: {dead}"
 
 
+def copy(exp):
+    """A new explorable like `exp`, with no drawing yet."""
+    return type(exp)(exp.name, title=exp.title, controls=exp.controls, setup=exp.setup, update=exp.update,
+                     presets=exp.presets, inputs=exp.inputs, start=exp.start, size=exp.size, narrow=exp.narrow_size)
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_frames_do_not_depend_on_the_frames_drawn_before(name):
-    """A fresh explorable drawing three states in reverse order gives the catalog's frames to the pixel."""
+def test_frames_do_not_depend_on_the_frames_drawn_before(name, monkeypatch):
+    """A fresh explorable, its layout fitted afresh, drawing three states in reverse order gives the catalog's
+    frames to the pixel, and the catalog's drawing holds the same layout (it may be one kept on disk by an earlier
+    process: normlab_core/interactive/layouts.py)."""
     exp = get(name)
     picks = [exp.defaults()] + [exp.preset_values(p) for p in list(exp.presets)[:2]]
-    fresh = type(exp)(exp.name, title=exp.title, controls=exp.controls, setup=exp.setup, update=exp.update,
-                      presets=exp.presets, inputs=exp.inputs, start=exp.start, size=exp.size,
-                      narrow=exp.narrow_size)
-    for values in reversed(picks):
-        assert (pixels(fresh.render(**values).png) == pixels(exp.render(**values).png)).all(), (name, values)
+    catalogs = [exp.render(**values).png for values in reversed(picks)]
+    fresh = copy(exp)
+    monkeypatch.setenv("NORMLAB_LAYOUT_CACHE", "off")
+    for values, png in zip(reversed(picks), catalogs, strict=True):
+        assert (pixels(fresh.render(**values).png) == pixels(png)).all(), (name, values)
+    ((key, mine),) = fresh._drawings.items()
+    theirs = exp._drawings[key]
+    assert mine.fitted and mine.key == theirs.key and mine.layout == theirs.layout, name
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -460,3 +471,82 @@ def test_the_23_7_curves_are_computed_once_per_input_and_equal_a_fresh_computati
     calls = Counting.calls
     s07.curves(x0, own, False, 1e-6)
     assert calls > 0 and Counting.calls == 2 * calls
+
+
+def test_a_layout_is_kept_under_a_key_that_names_everything_its_fit_depends_on(tmp_path, monkeypatch):
+    """normlab_core/interactive/layouts.py: the key changes with any byte of the library's files, the layout, the
+    inputs, the stops and matplotlib's text and axes settings; a learner's own setup or input type is never kept; a
+    kept layout that does not fit the figure, or is none, is fitted afresh and replaced; NORMLAB_LAYOUT_CACHE=off
+    keeps nothing, nor does a process without a home folder."""
+    import shutil
+
+    from normlab_core.interactive import Explorable
+    from normlab_core.residual import Affine
+
+    copied = tmp_path / "normlab_core"
+    shutil.copytree(layouts.PACKAGE, copied, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(layouts, "PACKAGE", copied)
+    digest = layouts.source_digest.__wrapped__
+    before = digest()
+    for path in [copied / "figures" / "s04_layer_norm.py", copied / "data" / "fail_first.json.gz"]:
+        data = path.read_bytes()
+        path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+        assert digest() != before, f"a change to {path.name} must change the layouts' key"
+        path.write_bytes(data)
+        assert digest() == before
+
+    exp = get("pre_post_final_norm")
+    start = {**exp.resolve({})[0], **exp.resolve({})[1]}
+    key = layouts.key(exp, False, start, 180)
+    assert key is not None
+    others = [layouts.key(exp, True, start, 270), layouts.key(exp, False, {**start, "eps": 1e-3}, 180),
+              layouts.key(exp, False, {**start, "sublayer": Affine(0.7, 0.2)}, 180),
+              layouts.key(exp, False, {**start, "x0": start["x0"][:-1]}, 180),
+              layouts.key(exp.at(depth=7), False, start, 180)]
+    import matplotlib
+
+    with matplotlib.rc_context({"font.family": "serif"}):   # a learner's own matplotlib settings
+        others.append(layouts.key(exp, False, start, 180))
+    assert None not in others and len({key, *others}) == len(others) + 1
+
+    class Own(Affine):   # a learner's own sublayer, and a learner's own setup
+        pass
+
+    assert layouts.key(exp, False, {**start, "sublayer": Own(0.7, 0.2)}, 180) is None
+    toy = Explorable("toy", title="toy", controls=exp.controls, setup=lambda fig, narrow, **kw: exp.setup(
+        fig, narrow=narrow, **kw), update=exp.update, inputs=exp.inputs)
+    assert layouts.key(toy, False, start, 180) is None
+
+    monkeypatch.setenv("NORMLAB_LAYOUT_CACHE", str(tmp_path / "kept"))
+    for other, narrow in [("gain_depth", True), ("pre_post_final_norm", False)]:   # (gain_depth has a colorbar)
+        first, second = copy(get(other)), copy(get(other))
+        picks = [{}] + [first.preset_values(p) for p in first.presets]
+        frames = [first.render(narrow=narrow, **values).png for values in picks]
+        assert [second.render(narrow=narrow, **values).png for values in picks] == frames, other
+        (fitted,), (kept,) = first._drawings.values(), second._drawings.values()
+        assert fitted.fitted and not kept.fitted and kept.layout == fitted.layout, other
+
+    fresh = copy(exp)
+    fresh.render()
+    (drawing,) = fresh._drawings.values()
+    good = layouts.load(drawing.key)
+    assert good == drawing.layout and len(good["axes"]) == len(drawing.fig.axes)
+    for bad in [{"axes": good["axes"][:-1], "sup": {}},                      # kept for a figure with other axes
+                {"axes": [{**a, "box": "nonsense"} for a in good["axes"]], "sup": {}}, ["not", "a", "layout"]]:
+        layouts.store(drawing.key, bad)
+        again = copy(exp)
+        assert again.render().png == fresh.render().png
+        assert next(iter(again._drawings.values())).fitted and layouts.load(drawing.key) == good
+
+    monkeypatch.setenv("NORMLAB_LAYOUT_CACHE", "off")
+    shutil.rmtree(tmp_path / "kept")
+    copy(exp).render()
+    assert layouts.folder() is None and not (tmp_path / "kept").exists()
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory")
+
+    monkeypatch.delenv("NORMLAB_LAYOUT_CACHE")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(layouts.Path, "home", staticmethod(no_home))   # a sandbox without a home folder
+    assert layouts.folder() is None and copy(exp).render().png == fresh.render().png

@@ -11,6 +11,7 @@ namespace (runner.run_groups), and judged as the grader judges them (hidden_chec
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import time
@@ -35,7 +36,7 @@ from grading_support import (
     lost_cells,
     namespace,
 )
-from normlab_grading import wire
+from normlab_grading import plans, wire
 
 import normlab_core
 
@@ -60,7 +61,10 @@ SEEDS = random.Random(23).sample(range(1, 2**31), 500)
 
 
 @pytest.mark.parametrize("chunk", range(4))
-def test_reference_gets_full_marks_for_500_random_seeds(reference_ns, ctx, chunk):
+def test_reference_gets_full_marks_for_500_random_seeds(reference_ns, ctx, chunk, monkeypatch):
+    # 8(b)'s plan reads the stored grid's count from the data file (the same for every seed): read once here, it is
+    # half of each seed's time (0.06 of 0.13 s)
+    monkeypatch.setattr(plans, "stored_solved", functools.cache(plans.stored_solved))
     seeds = SEEDS[chunk::4]
     bad = {}
     for seed in seeds:

@@ -1,8 +1,9 @@
 """An explorable: a figure driven by controls and inputs, drawn by one pure function, `Explorable.render`, from its
 figure module's `setup(fig, *, narrow, **inputs) -> art` and `update(art, **values_and_inputs) -> (readouts, alt)`.
-A frame depends on the values and inputs only. Speed stays in here: a figure's layout is computed once; it is drawn
-in full only for new axis limits, scales, labels, titles or legends (one kept background each), and otherwise only
-the artists update() changes (found by matplotlib's stale flags) are drawn over that background."""
+A frame depends on the values and inputs only. Speed stays in here: a figure's layout is computed once (and kept on
+disk for the next process: layouts.py); it is drawn in full only for new axis limits, scales, labels, titles or
+legends (one kept background each), and otherwise only the artists update() changes (found by matplotlib's stale
+flags) are drawn over that background."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from ..canvas import (
     house_style,
 )
 from ..formatting import number
+from . import layouts
 from .controls import Choice, Input, Preset, Slider
 
 Frame = namedtuple("Frame", "png readouts alt")
@@ -201,15 +203,20 @@ def fingerprint(inputs: dict) -> str:
 class _Drawing:
     """One figure of an explorable (a layout and a set of inputs), its palette and its kept backgrounds."""
 
-    def __init__(self, exp: Explorable, narrow: bool, start: dict):
-        self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size),
-                               dpi=DPI * (NARROW_SHARPNESS if narrow else SHARPNESS))
+    def __init__(self, exp: Explorable, narrow: bool, start: dict, kept: bool = True):
+        """kept=False fits the layout afresh even when one is kept on disk (layouts.py)."""
+        dpi = DPI * (NARROW_SHARPNESS if narrow else SHARPNESS)
+        self.fig = blank_figure(*(exp.narrow_size if narrow else exp.size), dpi=dpi)
         self.exp, self.backgrounds, self.static = exp, OrderedDict(), set()
         with house_style(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            self.key = layouts.key(exp, narrow, start, dpi)   # (None: a layout never kept)
+            self.layout = layouts.load(self.key) if kept else None   # the fitted layout, as layouts.record gives it
+            self.fitted = fit = self.layout is None
             self.art = exp.setup(self.fig, narrow=narrow, **{k: start[k] for k in exp.inputs})
             exp.update(self.art, **start)
-            self.fig.draw_without_rendering()   # the layout and the text's extents, without painting a pixel
+            if fit:
+                self.fig.draw_without_rendering()   # the layout and the text's extents, without painting a pixel
             boxes, keys, animated = {ax: ax.get_position() for ax in self.fig.axes}, {self._key()}, set()
             for probe in exp.probes():         # the artists update() changes are drawn over the background
                 self._clean()
@@ -217,11 +224,16 @@ class _Drawing:
                 animated.update(a for a in self._artists() if a.stale)
                 if self._key() not in keys:    # other limits or labels: the layout must fit their tick labels too
                     keys.add(self._key())
-                    self.fig.draw_without_rendering()
-                    boxes = {ax: Bbox.intersection(b, ax.get_position()) or b for ax, b in boxes.items()}
+                    if fit:
+                        self.fig.draw_without_rendering()
+                        boxes = {ax: Bbox.intersection(b, ax.get_position()) or b for ax, b in boxes.items()}
             self.fig.set_layout_engine("none")  # one layout for every state: the room each of the probes needs
-            for ax, box in boxes.items():
-                ax.set_position(box)
+            if not fit and not layouts.apply(self.fig, self.layout):   # kept for another figure: fit afresh
+                return self.__init__(exp, narrow, start, kept=False)
+            if fit:
+                self.layout = layouts.record(self.fig, boxes)
+                layouts.apply(self.fig, self.layout)
+                layouts.store(self.key, self.layout)
             exp.update(self.art, **start)
             self.fig.canvas.draw()
             self.palette = house_palette(np.asarray(self.fig.canvas.buffer_rgba()))   # every frame is encoded with it
