@@ -6,9 +6,10 @@ bubblewrap sandbox with the course's own limits. Reports the total time, the tim
 worker's run in the sandbox and judging; mean, median, 95th percentile, max), the phases (running and
 judging; the feedback still being written after the last grade, since each page is written in a bounded
 child as soon as its grades are recorded; and the pages' own times summed), a second run with nothing changed,
-a third after five students handed in again (the
-incremental re-run), the load average before and after, and whether the goals are met (300 submissions in
-10 minutes on this machine, feedback at most 40 % of the total, the re-run of five in 30 s).
+a third after five students handed in again (the incremental re-run), the CPU time of all the run's
+processes (on a shared machine the wall clock depends on the others' load), the load average before and
+after, and whether the goals are met (300 submissions in 10 minutes on this machine, feedback at most 40 %
+of the total, the re-run of five in 30 s).
 Writes _build/bench/grading.json.
 Nothing is asserted.
 
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -62,11 +64,20 @@ def build_class(course: Path, n: int) -> dict[str, str]:
     return kinds
 
 
+CPU: list = []   # CPU seconds (user and system) of every process of each `make grade` run, sandboxes included
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_grade(course: Path, jobs: int) -> tuple[float, str]:
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-    start = time.monotonic()
+    start, cpu = time.monotonic(), children_cpu()
     proc = subprocess.run(["make", "-C", str(course), "grade", f"J={jobs}", f"PYTHON={sys.executable}"],
                           capture_output=True, text=True, env=env)
+    CPU.append(children_cpu() - cpu)
     return time.monotonic() - start, proc.stdout + proc.stderr
 
 
@@ -112,6 +123,8 @@ def main(argv=None) -> int:
             "per_submission_s": {"mean": round(statistics.mean(per), 3), "median": round(statistics.median(per), 3),
                                  "p95": round(per[int(0.95 * (len(per) - 1))], 3), "max": round(per[-1], 3)},
             "throughput_s_per_submission": round(total / args.students, 3),
+            "cpu_s": round(CPU[0], 1), "cpu_s_per_submission": round(CPU[0] / args.students, 3),
+            "unchanged_rerun_cpu_s": round(CPU[1], 1),
             "phases_s": {"running_and_judging": float(phases.group(1)) if phases else None,
                          "feedback": float(phases.group(2)) if phases else None},
             "unchanged_rerun_s": round(again, 1),
@@ -137,6 +150,8 @@ def main(argv=None) -> int:
         print(f"grading bench: {args.students} submissions, {args.jobs} workers, sandbox on")
         print(f"  total {total:.1f} s ({total / args.students:.2f} s per submission of the class); goal "
               f"{result['goal']}: {'MET' if result['met'] else 'MISS'}")
+        print(f"  CPU {CPU[0]:.1f} s in all processes ({CPU[0] / args.students:.2f} CPU-s per submission; the "
+              f"unchanged re-run, the fixed cost of a run, {CPU[1]:.1f} CPU-s)")
         p = result["per_submission_s"]
         print(f"  per submission (sandbox run and judging, in a worker): mean {p['mean']} s, median {p['median']} s, "
               f"p95 {p['p95']} s, max {p['max']} s")
