@@ -148,3 +148,36 @@ class FeedbackHTMLExporter(HTMLExporter):
         environment = super()._create_environment()
         environment.bytecode_cache = TEMPLATE_CODE
         return environment
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """HTMLExporter's page. Its last pass parses the whole page with BeautifulSoup to give images an alt text
+        and JupyterLab's cells a tabindex, then writes the page out again; on a page with neither (this course's
+        template is the classic one: most pages) that pass changes only how the same markup is spelled, and it
+        costs more than the rest of the page, so it is skipped there. nbconvert offers no switch for it: its
+        module's BeautifulSoup is swapped for the length of this call (a page is written in a process of its own,
+        with no other thread)."""
+        import nbconvert.exporters.html as html_module
+
+        real = html_module.BeautifulSoup
+        html_module.BeautifulSoup = _soup_if_needed(real)
+        try:
+            return super().from_notebook_node(nb, resources, **kw)
+        finally:
+            html_module.BeautifulSoup = real
+
+
+SOUP_NEEDED = re.compile(r"<img|jp-Notebook", re.I)   # what HTMLExporter's last pass looks for
+
+
+class _Unchanged(str):
+    """A page that HTMLExporter's last pass would leave as it is: `select` finds nothing; its text is the page."""
+
+    def select(self, selector):
+        return []
+
+
+def _soup_if_needed(real):
+    def soup(markup, features=None, **kw):
+        return real(markup, features=features, **kw) if SOUP_NEEDED.search(markup) else _Unchanged(markup)
+
+    return soup

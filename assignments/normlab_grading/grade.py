@@ -922,6 +922,12 @@ def warm_feedback(api, course: Path, assignment: str) -> None:
                                   "db_url": api.coursedir.db_url, "score": points, "max_score": points,
                                   "late_penalty": 0}}
         exporter.from_notebook_node(nb, resources=resources)
+        from bs4 import BeautifulSoup   # the selectors of HTMLExporter's last pass, for a page with an image
+
+        soup = BeautifulSoup('<div class="jp-Notebook"><img></div>', features="html.parser")
+        for selector in ("img:not([alt])", ".jp-Notebook div.jp-Cell-inputWrapper",
+                         ".jp-Notebook div.jp-OutputArea-output"):
+            soup.select(selector)
     except Exception as exc:  # noqa: BLE001 - only a warm-up: the pages are still written, from cold
         print(f"  (feedback warm-up skipped: {type(exc).__name__}: {_short(exc)})", flush=True)
 
