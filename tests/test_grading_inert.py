@@ -76,9 +76,8 @@ def render(nb: dict, template: str, exporter=None) -> str:
     """The page of `template`; the feedback page with the grader's own exporter unless `exporter` is given."""
     import nbformat
     from nbconvert.exporters import HTMLExporter
-    from traitlets.config import Config
-
     from normlab_grading.feedback import FeedbackHTMLExporter
+    from traitlets.config import Config
 
     exporter = exporter or (FeedbackHTMLExporter if template == "feedback" else HTMLExporter)
 

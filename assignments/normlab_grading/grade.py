@@ -922,7 +922,7 @@ def warm_feedback(api, course: Path, assignment: str) -> None:
                                   "db_url": api.coursedir.db_url, "score": points, "max_score": points,
                                   "late_penalty": 0}}
         exporter.from_notebook_node(nb, resources=resources)
-        from bs4 import BeautifulSoup   # the selectors of HTMLExporter's last pass, for a page with an image
+        from bs4 import BeautifulSoup  # the selectors of HTMLExporter's last pass, for a page with an image
 
         soup = BeautifulSoup('<div class="jp-Notebook"><img></div>', features="html.parser")
         for selector in ("img:not([alt])", ".jp-Notebook div.jp-Cell-inputWrapper",
