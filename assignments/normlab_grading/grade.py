@@ -872,16 +872,18 @@ def _feedback_one(api, assignment: str, student: str) -> dict:
 
 def warm_feedback(api, course: Path, assignment: str) -> None:
     """Do once, in the process that forks a child per page, what every page would otherwise do from cold: set up
-    the gradebook's object mapping, and render the release (the instructor's notebook, with made-up scores and
+    the gradebook's object mapping (without opening the database, which the grading may be creating meanwhile),
+    and render the release (the instructor's notebook, with made-up scores and
     outputs; nothing of a student's) through the feedback exporter and its preprocessors, which compiles its
     templates, regular expressions and CSS selectors and typesets the release's maths. The children inherit it
     all. Best effort: if it fails, the pages are written as before, only slower."""
     import warnings
 
+    import nbgrader.api  # noqa: F401 - the gradebook's classes, for configure_mappers
     from nbconvert.preprocessors import Preprocessor
-    from nbgrader.api import Gradebook
     from nbgrader.converters import GenerateFeedback
     from nbgrader.preprocessors import GetGrades
+    from sqlalchemy.orm import configure_mappers
     from traitlets.config import Config
 
     class MadeUpGrades(Preprocessor):
@@ -900,8 +902,7 @@ def warm_feedback(api, course: Path, assignment: str) -> None:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with Gradebook(api.coursedir.db_url, course_id=api.coursedir.course_id) as gb:
-                gb.students  # noqa: B018 - the first query sets up the object mapping
+            configure_mappers()   # nbgrader's gradebook classes; the database is not opened (nor made) here
         nb = nbformat.read(course / "release" / assignment / f"{NOTEBOOK}.ipynb", as_version=4)
         for cell in nb.cells:
             if cell.cell_type == "code":
