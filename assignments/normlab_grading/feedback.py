@@ -21,8 +21,11 @@ the instructor's LaTeX. A cell is the student's when grade.py made it inert (`in
 
 from __future__ import annotations
 
+import functools
 import re
 
+import jinja2
+from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
@@ -95,8 +98,10 @@ def _renderer():
     return MathMLRenderer(escape=False)
 
 
+@functools.lru_cache(maxsize=1024)
 def typeset(markdown: str) -> str:
-    """The instructor's markdown rendered as nbconvert renders it, its maths as MathML, in one HTML block."""
+    """The instructor's markdown rendered as nbconvert renders it, its maths as MathML, in one HTML block (kept:
+    the release's text is the same on every page, so a process typesets each cell once)."""
     from nbconvert.filters.markdown_mistune import MarkdownWithMath
 
     return inert.html_block(MarkdownWithMath(renderer=_renderer()).render(markdown), TYPESET)
@@ -115,3 +120,64 @@ class MathAsMathML(Preprocessor):
             if meta.get("comment"):   # written by whoever graded it by hand (GetGrades puts it here)
                 meta["comment"] = typeset(meta["comment"])
         return nb, resources
+
+
+class _TemplateCode(jinja2.BytecodeCache):
+    """Compiled templates kept in memory, by template and source checksum (jinja2 compiles a changed source again)."""
+
+    def __init__(self):
+        self.store: dict = {}
+
+    def load_bytecode(self, bucket) -> None:
+        code = self.store.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket) -> None:
+        self.store[bucket.key] = bucket.bytecode_to_string()
+
+
+TEMPLATE_CODE = _TemplateCode()
+
+
+class FeedbackHTMLExporter(HTMLExporter):
+    """nbconvert's HTML exporter, whose templates are compiled once per process (and inherited by the children it
+    forks) instead of once per page: nbgrader makes a new exporter, with a new template environment, per page."""
+
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.bytecode_cache = TEMPLATE_CODE
+        return environment
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """HTMLExporter's page. Its last pass parses the whole page with BeautifulSoup to give images an alt text
+        and JupyterLab's cells a tabindex, then writes the page out again; on a page with neither (this course's
+        template is the classic one: most pages) that pass changes only how the same markup is spelled, and it
+        costs more than the rest of the page, so it is skipped there. nbconvert offers no switch for it: its
+        module's BeautifulSoup is swapped for the length of this call (a page is written in a process of its own,
+        with no other thread)."""
+        import nbconvert.exporters.html as html_module
+
+        real = html_module.BeautifulSoup
+        html_module.BeautifulSoup = _soup_if_needed(real)
+        try:
+            return super().from_notebook_node(nb, resources, **kw)
+        finally:
+            html_module.BeautifulSoup = real
+
+
+SOUP_NEEDED = re.compile(r"<img|jp-Notebook", re.I)   # what HTMLExporter's last pass looks for
+
+
+class _Unchanged(str):
+    """A page that HTMLExporter's last pass would leave as it is: `select` finds nothing; its text is the page."""
+
+    def select(self, selector):
+        return []
+
+
+def _soup_if_needed(real):
+    def soup(markup, features=None, **kw):
+        return real(markup, features=features, **kw) if SOUP_NEEDED.search(markup) else _Unchanged(markup)
+
+    return soup

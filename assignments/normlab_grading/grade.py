@@ -476,12 +476,17 @@ def course_api(course: Path):
     )
     from sqlalchemy.exc import SAWarning
 
+    from normlab_grading.feedback import FeedbackHTMLExporter
+
     warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's gradebook under SQLAlchemy 2
     # nbgrader runs `alembic` by name to set up the gradebook: put this Python's bin folder first on PATH.
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     config = load_config(course)
     config.Autograde.sanitize_preprocessors = [OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
-    config.Autograde.autograde_preprocessors = [SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    # (nbgrader checks the cells' metadata again after its kernel ran; nothing runs here, and SaveAutoGrades and
+    # AssignLatePenalties write only to the gradebook, so the check of the sanitizing step stands.)
+    config.Autograde.autograde_preprocessors = [SaveAutoGrades, AssignLatePenalties]
+    config.GenerateFeedback.exporter_class = FeedbackHTMLExporter   # templates compiled once per process
     coursedir = CourseDirectory(config=config)
     return NbGraderAPI(coursedir=coursedir, config=config)
 
@@ -865,6 +870,69 @@ def _feedback_one(api, assignment: str, student: str) -> dict:
     return {k: str(outcome.get(k, "")) if k != "success" else bool(outcome.get(k)) for k in ("success", "log", "error")}
 
 
+def warm_feedback(api, course: Path, assignment: str) -> None:
+    """Do once, in the process that forks a child per page, what every page would otherwise do from cold: set up
+    the gradebook's object mapping (without opening the database, which the grading may be creating meanwhile),
+    and render the release (the instructor's notebook, with made-up scores and
+    outputs; nothing of a student's) through the feedback exporter and its preprocessors, which compiles its
+    templates, regular expressions and CSS selectors and typesets the release's maths. The children inherit it
+    all. Best effort: if it fails, the pages are written as before, only slower."""
+    import warnings
+
+    import nbgrader.api  # noqa: F401 - the gradebook's classes, for configure_mappers
+    from nbconvert.preprocessors import Preprocessor
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.preprocessors import GetGrades
+    from sqlalchemy.orm import configure_mappers
+    from traitlets.config import Config
+
+    class MadeUpGrades(Preprocessor):
+        """Stands in for GetGrades (which reads a student's grades): every graded cell gets its full points."""
+
+        def preprocess_cell(self, cell, resources, index):
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") or meta.get("task"):
+                meta["score"] = meta["points"] = float(meta.get("points", 0) or 0)
+            if meta.get("solution") or meta.get("task"):
+                meta["comment"] = None
+            return cell, resources
+
+    try:
+        import nbformat
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            configure_mappers()   # nbgrader's gradebook classes; the database is not opened (nor made) here
+        nb = nbformat.read(course / "release" / assignment / f"{NOTEBOOK}.ipynb", as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1.0\n"),
+                                nbformat.v4.new_output("error", ename="AssertionError", evalue="no",
+                                                       traceback=["AssertionError: no"])]
+        app = GenerateFeedback(coursedir=api.coursedir, parent=api)
+        app.update_config(Config({"HTMLExporter": {"template_name": "feedback"}}))
+        exporter = app.exporter_class(parent=app, config=app.config)
+        for pp in app.preprocessors:   # as nbgrader registers them (BaseConverter.start), GetGrades replaced
+            if pp in (GetGrades, "nbgrader.preprocessors.GetGrades"):
+                exporter.register_preprocessor(MadeUpGrades, enabled=True)
+            else:
+                exporter.register_preprocessor(pp)
+        points = sum(float(c.metadata.get("nbgrader", {}).get("points", 0) or 0) for c in nb.cells)
+        resources = {"unique_key": NOTEBOOK, "output_files_dir": f"{NOTEBOOK}_files",
+                     "nbgrader": {"student": "", "assignment": assignment, "notebook": NOTEBOOK,
+                                  "db_url": api.coursedir.db_url, "score": points, "max_score": points,
+                                  "late_penalty": 0}}
+        exporter.from_notebook_node(nb, resources=resources)
+        from bs4 import BeautifulSoup  # the selectors of HTMLExporter's last pass, for a page with an image
+
+        soup = BeautifulSoup('<div class="jp-Notebook"><img></div>', features="html.parser")
+        for selector in ("img:not([alt])", ".jp-Notebook div.jp-Cell-inputWrapper",
+                         ".jp-Notebook div.jp-OutputArea-output"):
+            soup.select(selector)
+    except Exception as exc:  # noqa: BLE001 - only a warm-up: the pages are still written, from cold
+        print(f"  (feedback warm-up skipped: {type(exc).__name__}: {_short(exc)})", flush=True)
+
+
 PLAIN_PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Feedback: {assignment}</title></head>
 <body><h1>Feedback on {assignment}</h1>
@@ -896,6 +964,7 @@ def feedback(course: Path, assignment: str, students: list, everyone: list, jobs
         return {}
     total = total or len(waiting)
     api = course_api(course)   # built once here; every child inherits it
+    warm_feedback(api, course, assignment)
     running, problems, done = {}, {}, 0
     print(f"writing {total} feedback page(s), {jobs} at a time, each within {seconds:g} s and "
           f"{memory >> 20} MB", flush=True)
