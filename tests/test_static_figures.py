@@ -129,6 +129,31 @@ def test_each_static_figure_stacks_its_panels_in_the_narrow_layout():
             assert all(a.x1 <= b.x0 for a, b in zip(wide_boxes, wide_boxes[1:], strict=False)), draw.__name__
 
 
+def test_the_gradient_figure_shades_the_seeds_interval_around_their_mean():
+    """Each placement's band brackets its mean line at every layer, shrinks to the line when the seeds agree, and
+    is drawn only when the seeds are given (notebook 11 passes them)."""
+    rng = np.random.default_rng(3)
+    per_seed = {(p, d): np.exp(rng.normal(0, 0.3, size=(5, d))) for p in ("post", "pre") for d in (6, 12)}
+    per_seed["pre", 12] = np.tile(per_seed["pre", 12][:1], (5, 1))       # five seeds that agree
+    per_layer = {k: v.mean(axis=0) for k, v in per_seed.items()}
+    for narrow in (False, True):
+        fig = grad_norm_figure(per_layer, [6, 12], "mlp.w2", narrow=narrow, per_seed=per_seed)
+        for ax, d in zip(fig.axes, (6, 12), strict=True):
+            bands = ax.collections
+            assert len(bands) == 2, "one band per placement"
+            for band, p in zip(bands, ("post", "pre"), strict=True):
+                ys = band.get_paths()[0].vertices[:, 1]
+                lo, hi = ys[1:d + 1], ys[d + 2:2 * d + 2][::-1]    # fill_between's path: low side, then high back
+                mean = per_layer[p, d]
+                assert np.all(lo <= mean * (1 + 1e-12)) and np.all(mean <= hi * (1 + 1e-12)), (p, d)
+                if (p, d) == ("pre", 12):
+                    np.testing.assert_allclose(lo, mean, rtol=1e-12)
+                    np.testing.assert_allclose(hi, mean, rtol=1e-12)
+                else:
+                    assert np.all(hi - lo > 0), (p, d)
+    assert not any(ax.collections for ax in grad_norm_figure(per_layer, [6, 12], "mlp.w2").axes)
+
+
 def staged_site(tmp_path):
     """A built page with a Sphinx figure, an HTML figure moved out of its data: URI, and one with no narrow."""
     site, staging = tmp_path / "html", tmp_path / "staging"
