@@ -387,7 +387,9 @@ def print_rest(res: dict) -> None:
 
 # -- the training lab: one training step, and a whole run ---------------------------------------------------------
 
-TRAINING_GOALS = {"run_500_depth12_s": 30.0, "experiments_min": 30.0}
+# make experiments: 30 min was the goal of the first grid; the studies added since (more seeds, the placement
+# and fail-first studies) are held to 75 min on two cores, the goal the book's lab works to (docs/experiments.md).
+TRAINING_GOALS = {"run_500_depth12_s": 30.0, "experiments_min": 75.0}
 
 
 def _training_step_times(depth: int, dtype: str, repeats: int) -> dict:
