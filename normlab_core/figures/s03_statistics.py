@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import warnings
 
-import matplotlib as mpl
 import numpy as np
 
 from ..examples import VECTOR_A
@@ -14,7 +13,7 @@ from ..interactive import Choice, Explorable, Preset, Slider, vector
 from ..moments import one_pass_var, span_in_std
 from ..norms import layer_norm
 from ..stats import mean_var
-from .style import COLORS, NARROW_IN, index_ticks, label, panels, text_yticks, value_formatter, vector_label
+from .style import COLORS, NARROW_IN, index_ticks, label, panels, text_yticks, title_tail, value_formatter, vector_label
 
 
 def stored(offset: float, scale: float, dtype: str, x) -> np.ndarray:
@@ -88,9 +87,7 @@ def setup(fig, *, narrow, x):
     ax_z.set_ylim(-lim, lim)
     ax_z.legend(loc="upper left", fontsize=8)
     label(ax_z, "component index i", "standardized value (std units)", "")
-    title = ax_z.set_title("Standardized:", loc="left")   # what the points show follows it, drawn with the data
-    shows = ax_z.annotate("", (1, 0), xycoords=title, ha="left", va="bottom", fontsize=mpl.rcParams["axes.titlesize"],
-                          fontweight=mpl.rcParams["axes.titleweight"])
+    shows = title_tail(ax_z, "Standardized:")   # what the points show follows it
     for ax in (ax_x, ax_z):
         index_ticks(ax, x.size)
         ax.set_xlim(-0.5, x.size - 0.1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 
-import matplotlib as mpl
 import numpy as np
 from matplotlib.colors import to_rgba
 from matplotlib.patches import Rectangle
@@ -17,7 +16,7 @@ from ..interactive import Choice, Explorable, Input, Preset, Slider, scalar, vec
 from ..residual import Affine, fd_curves, run_stack, sensitivity, stack_curves
 from ..stats import length
 from .s11_does_it_train import SOLVED_COLOURS
-from .style import COLORS, NARROW_IN, PLACEMENT_NAMES, label, panels, vector_label
+from .style import COLORS, NARROW_IN, PLACEMENT_NAMES, label, panels, title_tail, vector_label
 from .training_runs import stored, study_axes, warmup_label
 
 MAX_DEPTH = 256
@@ -320,12 +319,7 @@ def trains_setup(fig, *, narrow):
         ax.set_yticks(range(len(GRID_DEPTHS)), [str(d) for d in GRID_DEPTHS])
         ax.grid(False)
         label(ax, "peak learning rate", "depth (layers)")
-        # the warm-up follows the title as a text drawn with the data, on the title's line (a new title would draw
-        # the whole figure again)
-        title = ax.set_title(f"{PLACEMENT_NAMES[p]}, warm-up", loc="left")
-        art[f"warm_{p}"] = ax.annotate("", (1, 0), xycoords=title, ha="left", va="bottom",
-                                       fontsize=mpl.rcParams["axes.titlesize"],
-                                       fontweight=mpl.rcParams["axes.titleweight"])
+        art[f"warm_{p}"] = title_tail(ax, f"{PLACEMENT_NAMES[p]}, warm-up")   # the warm-up follows the title
     return art
 
 

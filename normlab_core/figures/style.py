@@ -32,7 +32,7 @@ from ..formatting import number
 
 __all__ = ["COLORS", "DPI", "FIGURE_SHARPNESS", "HEIGHT_IN", "NARROW_IN", "NARROW_SHARPNESS", "RC", "SHARPNESS",
            "SMALLEST", "WIDTH_IN", "blank_figure", "figure_png", "house_style", "index_ticks", "label", "new_figure",
-           "one_two_five", "panels", "PLACEMENT_NAMES", "text_yticks", "value_formatter", "vector_label"]
+           "one_two_five", "panels", "PLACEMENT_NAMES", "text_yticks", "title_tail", "value_formatter", "vector_label"]
 
 # Where a residual layer puts its norm, by the names the code uses (residual.PLACEMENTS, transformer.PLACEMENTS and
 # the training studies' variants), as the figures write them.
@@ -101,6 +101,15 @@ def text_yticks(ax, ticks, widest: str) -> list:
     ax.yaxis.set_label_coords(0, 0.5, transform=ax.transAxes + ScaledTranslation(-room / 72, 0,
                                                                                  ax.figure.dpi_scale_trans))
     return texts
+
+
+def title_tail(ax, title: str):
+    """Set `ax`'s title (on the left) and return an empty text in the title's font on its line, just after it: the
+    words that change with a state go there (starting with a space), drawn with the data, since a new title would
+    draw the whole figure again."""
+    head = ax.set_title(title, loc="left")
+    return ax.annotate("", (1, 0), xycoords=head, ha="left", va="bottom", fontsize=mpl.rcParams["axes.titlesize"],
+                       fontweight=mpl.rcParams["axes.titleweight"])
 
 
 def value_formatter(digits: int = 3) -> FuncFormatter:
