@@ -1,6 +1,6 @@
 """The norms: one plain module per norm, one registry of them, and the checked public functions.
 
-Each module of this package (layernorm.py, rmsnorm.py, dyt.py, batchnorm.py) holds one norm's plain formulas:
+Each module of this package (one per norm, each named once in REGISTRY) holds one norm's plain formulas:
 `forward(x, *params, **settings) -> (y, cache)`, `backward(dy, cache) -> (dx, *dparams)` and
 `jvp(x, dx, *params, **settings) -> (y, dy)`, with PARAMS (the learned parameters, in that order), SETTINGS (the
 fixed ones it takes by name: eps, sum_dtype), `init(dim)` (the starting parameters), NAME and PER_TOKEN. REGISTRY
