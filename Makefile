@@ -98,8 +98,8 @@ XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 # The browser tests spend most of their time waiting for Chromium, so they run on more workers than cores.
 XDIST_BROWSER := -n 3 --dist loadgroup --no-loadscope-reorder
 # Every suite of `make test` (and of CI) ends with its twenty slowest tests (setup, call and teardown each), so
-# that a log shows where the time went (notes/test-suite-time.md).
-DURATIONS := --durations=20
+# that a log shows where the time went (notes/test-suite-time.md), and with each skipped test and why (-rs).
+DURATIONS := --durations=20 -rs
 
 # The quick loop, about a minute on two cores: lint and the tests marked `quick` (tests/conftest.py, QUICK: the maths,
 # the norms, one state per explorable, the grading judge). `make test-unit` runs every unit test; a subset by area:
