@@ -1266,6 +1266,47 @@ def test_huge_but_finite_inputs_normalize_correctly(dtype, values):
     assert float(rms[0]) == pytest.approx(np.sqrt(np.mean(xs * xs)) * scale, rel=tol * 10)
 
 
+@pytest.mark.parametrize("dtype,k", [(np.float64, 1000), (np.float64, 1070), (np.float32, 80), (np.float32, 140)])
+def test_tiny_inputs_with_eps_zero_normalize_like_their_scaled_up_copy(dtype, k):
+    """Both norms are scale-invariant at eps = 0: x * 2**-k must give x's output, even where the squares of
+    x * 2**-k underflow to zero (k = 1070 and 140 put the entries themselves among the subnormals; there the
+    statistics may pass the largest float: 1 / std is then inf, as its true value is)."""
+    x = np.array([[1.0, 2.0, -1.5, 0.25], [3.0, 3.0, 3.0, -3.0]], dtype=dtype)
+    tiny = x * np.ldexp(dtype(1), -k)                   # exact: a power of two
+    assert np.all(tiny != 0) and np.all(tiny * tiny == 0)   # the plain formula would divide by zero
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                # no 0/0 warning: these rows are not zero
+        np.testing.assert_array_equal(nl.layer_norm(tiny, eps=0), nl.layer_norm(x, eps=0))
+        np.testing.assert_array_equal(nl.rms_norm(tiny, eps=0), nl.rms_norm(x, eps=0))
+        _, rms = nl.rms_norm_stats(tiny, eps=0)
+    # the statistics stay on the input's scale: rms of the tiny rows is rms of x times 2**-k, where representable
+    want = np.sqrt(np.mean(np.asarray(x, np.float64) ** 2, axis=-1, keepdims=True)) * 2.0 ** -k
+    np.testing.assert_allclose(rms.astype(np.float64), want.astype(dtype).astype(np.float64), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("dtype,eps", [(np.float64, 1e-5), (np.float64, 1e-300), (np.float32, 1e-5),
+                                       (np.float32, 1e-40)])
+def test_tiny_inputs_with_a_positive_eps_follow_the_scaled_formula(dtype, eps):
+    """Scaling x by 2**-k and eps by 2**-2k leaves both norms unchanged; for tiny rows the library must agree
+    with the same identity worked the other way, in float64 on the scaled-up copy."""
+    k = 1000 if dtype == np.float64 else 120
+    x = np.array([1.0, 2.0, -1.5, 0.25], dtype=dtype)
+    tiny = x * np.ldexp(dtype(1), -k)
+    e_up = float(eps) * 2.0 ** (2 * k) if dtype == np.float32 else None   # float32: the eps of the scaled-up copy
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got_ln, got_rms = nl.layer_norm(tiny, eps=eps), nl.rms_norm(tiny, eps=eps)
+    if dtype == np.float32:
+        want_ln = nl.layer_norm(x.astype(np.float64), eps=e_up)
+        want_rms = nl.rms_norm(x.astype(np.float64), eps=e_up)
+        np.testing.assert_allclose(got_ln, want_ln, rtol=1e-5, atol=1e-30)
+        np.testing.assert_allclose(got_rms, want_rms, rtol=1e-5, atol=1e-30)
+    else:   # eps of the scaled-up copy: 1e-5 * 2**2000 overflows, so eps wins: y = x_tiny / sqrt(eps) (var ~ 0)
+        dev = tiny - np.mean(tiny)
+        np.testing.assert_allclose(got_ln, dev / np.sqrt(eps + np.mean(dev * dev)), rtol=1e-12, atol=0)
+        np.testing.assert_allclose(got_rms, tiny / np.sqrt(eps + np.mean(tiny * tiny)), rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_scaling_a_row_first_changes_no_bit_of_ordinary_results(dtype):
     """Rows are divided by a power of two before squaring; that division is exact, so ordinary inputs give

@@ -12,9 +12,10 @@ formulas. Dtypes: float32 and float64 input is computed in its own dtype (sums i
 programs' C `double` accumulators do); integers and booleans become float64; float16 input is computed in float32
 and the normalized output comes back as float16, while the per-row statistics (std_inv, rms) stay float32.
 
-Every row is first divided by a power of two near its largest entry (`row_scale`), so squaring cannot
-overflow: float32 values near 1e19 or float64 values near 1e160 normalize correctly. Dividing by a power of
-two is exact, so for every other input the results are bit for bit those of the plain formula.
+A row whose squares would overflow or underflow is first divided by a power of two near its largest entry
+(`row_scale`), with eps divided by its square: float32 values near 1e19 or float64 values near 1e160 normalize
+correctly, and so do rows of float64 values near 1e-300 with eps = 0. Dividing by a power of two is exact, so
+for every other input the results are bit for bit those of the plain formula.
 """
 
 from __future__ import annotations
@@ -90,11 +91,18 @@ def check_registry(registry: dict) -> None:
 check_registry(REGISTRY)
 
 
-def row_scale(x: np.ndarray) -> np.ndarray:
-    """Per-row power of two s (shape x.shape[:-1] + (1,)) with max|x / s| in [1, 2), or 1 when max|x| < 2."""
+def row_scale(x: np.ndarray, eps: float) -> np.ndarray:
+    """Per-row power of two s (shape x.shape[:-1] + (1,)) with max|x / s| in [1, 2) for a row whose squares could
+    overflow or underflow (where eps / s**2 stays finite); 1 for every other row."""
     largest = np.max(np.abs(x), axis=-1, keepdims=True, initial=0)  # initial: same max, faster on short rows
     _, exponent = np.frexp(largest)
-    return np.ldexp(x.dtype.type(1), np.maximum(exponent - 1, 0))
+    info = np.finfo(x.dtype)
+    shift = np.maximum(exponent - 1, 0)                                   # large rows: down to [1, 2)
+    tiny = (largest > 0) & (exponent < info.minexp // 2 + info.nmant)     # squares near or below the subnormals
+    with np.errstate(over="ignore"):
+        eps_up = np.ldexp(x.dtype.type(eps), 2 * (1 - exponent))          # eps / s**2 of a scaled-up row
+    shift = np.where(tiny & np.isfinite(eps_up), exponent - 1, shift)    # else eps outweighs x**2 unscaled
+    return np.ldexp(x.dtype.type(1), shift)
 
 
 def warn_if_zero(is_zero: np.ndarray, what: str) -> None:
@@ -115,11 +123,12 @@ def layer_norm_stats(x, eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
     out_dtype = result_dtype(x)
     x = as_float_array(x)
     eps = check_eps(eps)
-    s = row_scale(x)                                   # x / s is exact, and its squares cannot overflow
+    s = row_scale(x, eps)                              # x / s is exact; its squares neither overflow nor underflow
     with np.errstate(divide="ignore", invalid="ignore"):   # eps = 0 on a constant row: 1/0 and 0 * inf (warned)
         _, (x_hat, std_inv, _) = layernorm.forward(x / s, 1, 0, x.dtype.type(eps) / s / s)   # eps of x / s
     warn_if_zero(np.isinf(std_inv), "the variance")   # 1 / sqrt(0)
-    return x_hat.astype(out_dtype, copy=False), std_inv / s
+    with np.errstate(over="ignore"):                   # a row near the subnormals: 1 / std is past the largest float
+        return x_hat.astype(out_dtype, copy=False), std_inv / s
 
 
 def layer_norm(x, gamma=None, beta=None, eps: float = 1e-5) -> np.ndarray:
@@ -145,7 +154,7 @@ def rms_norm_stats(x, eps: float = 1e-5, *, sum_dtype=None) -> tuple[np.ndarray,
     x = as_float_array(x)
     eps = check_eps(eps)
     sum_dtype = check_sum_dtype(sum_dtype)
-    s = row_scale(x)                                   # x / s is exact, and its squares cannot overflow
+    s = row_scale(x, eps)                              # x / s is exact; its squares neither overflow nor underflow
     with np.errstate(divide="ignore", invalid="ignore"):   # eps = 0 on an all-zero row: 0/0 (warned)
         _, (x_hat, rms, _) = rmsnorm.forward(x / s, 1, x.dtype.type(eps) / s / s, sum_dtype=sum_dtype)
     warn_if_zero(rms == 0, "the mean square")
