@@ -160,7 +160,8 @@ class Vector:
         return [max(self.lo, min(self.hi, x)) for x in v]
 
     def corners(self) -> list:
-        """The shortest, the longest, a constant, zeros, the largest magnitudes (and, for whole numbers, the ends)."""
+        """The shortest, the longest, a constant, zeros, the largest and the smallest magnitudes (and, for whole
+        numbers, the ends)."""
         if self.integer:
             lo, hi = int(self.lo), int(min(self.hi, self.lo + 10_000))
             span = list(range(lo, hi + 1))
@@ -171,13 +172,14 @@ class Vector:
                 self._fit([float((7 * i) % 13 - 6) for i in range(n)]),
                 [self._fit([3.0])[0]] * self.min_len if self.min_len else [],
                 [0.0] * max(self.min_len, 3) if self.max_len >= 3 else [0.0] * self.min_len,
-                self._fit([big, -big, big * (1 - 1e-6), 1.0][: max(self.min_len, min(4, n))])]
+                self._fit([big, -big, big * (1 - 1e-6), 1.0][: max(self.min_len, min(4, n))]),
+                self._fit([1.5e-300, -5e-301, 2e-300, 2.5e-301][: max(self.min_len, min(4, n))])]   # squares: 0
 
     def draw(self, rng: random.Random, n: int | None = None) -> list:
         n = n if n is not None else rng.randint(self.min_len, min(self.max_len, 12))
         if self.integer:
             return sorted(rng.randint(int(self.lo), int(min(self.hi, self.lo + 1000))) for _ in range(n))
-        kind = rng.choice(["random", "random", "offset", "constant", "zeros", "huge"])
+        kind = rng.choice(["random", "random", "offset", "constant", "zeros", "huge", "tiny"])
         if kind == "constant":
             return self._fit([round(rng.uniform(-10, 10), 3)] * n)
         if kind == "zeros":
@@ -186,6 +188,8 @@ class Vector:
         v = self._fit([float(f"{base + scale * rng.gauss(0, 1):.6g}") for _ in range(n)])
         if kind == "huge":
             v[rng.randrange(n)] = self._fit([1e4])[0]
+        if kind == "tiny":                    # squares underflow to 0 in float64
+            v = self._fit([x * 1e-300 for x in v])
         return v
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..examples import VECTOR_A
 from ..formatting import number
 from ..interactive import Explorable, Preset, Slider, scalar, vector
-from ..norms import layer_norm
+from ..norms import layer_norm, row_scale
 from ..stats import mean_var
 from .style import COLORS, NARROW_IN, index_ticks, label, panels, text_yticks, value_formatter
 
@@ -150,6 +150,7 @@ def unit_shape(x) -> np.ndarray:
     gets the pattern +1, -1, +1, ... (also of std 1 for an even length, close to 1 otherwise)."""
     if not np.ptp(x) > 0:      # (not x.std(): the mean of equal numbers may round, leaving a std of 1e-16)
         return np.resize([1.0, -1.0], x.size)
+    x = x / row_scale(x, 0.0)  # a power of two, 1 but for entries whose squares underflow (1e-300): exact
     return (x - x.mean()) / x.std()
 
 
