@@ -84,6 +84,12 @@ def auto_cells(source) -> dict[str, float]:
             if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")}
 
 
+def point_totals(source) -> tuple[float, float]:
+    """(points of the automatically graded check cells, points of every graded cell) of the source notebook."""
+    graded = [c.metadata["nbgrader"] for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return sum(auto_cells(source).values()), sum(float(m["points"]) for m in graded)
+
+
 def part_cells(source) -> dict[str, list[str]]:
     """{part: its check cells' grade ids}, read off the source notebook: each code check cell belongs to the answer
     cell above it, and the answer cells of exercise N (test_exN_...) with checks are its parts "Na", "Nb", ... in
@@ -664,6 +670,13 @@ def lost_cells(parts) -> set[str]:
         for p in (part, *DEPENDENT.get(part, ())):
             out.update(PART_CELLS[p])
     return out
+
+
+def auto_score(wrong=()) -> float:
+    """The automatic points of the reference answers with the WRONG answers of these parts (and of the parts that
+    depend on them) in their place: what the grader must give, read off the source notebook."""
+    points = auto_cells(nbformat.read(SOURCE, as_version=4))
+    return sum(points.values()) - sum(points[c] for c in lost_cells(wrong))
 
 
 def submissions(source, released, course: Path | None = None) -> dict[str, nbformat.NotebookNode]:

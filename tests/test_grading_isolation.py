@@ -17,7 +17,7 @@ import json
 import os
 
 import pytest
-from grading_support import mx, released_course, require_sandbox, shared_tmp, solutions, structure
+from grading_support import auto_score, mx, released_course, require_sandbox, shared_tmp, solutions, structure
 from normlab_grading import grade
 
 # the grader's channel: the one pipe the runner writes to besides its stdout and stderr
@@ -105,7 +105,7 @@ def test_honest_students_are_graded_and_get_feedback(graded):
     for student in HONEST:
         row = rows[student]
         assert row["grading_status"] == "ok", row
-        assert float(row["score"]) == 24.0, row
+        assert float(row["score"]) == auto_score(), row   # every automatic point of the source notebook
         page = course / "feedback" / student / mx.ASSIGNMENT / "exercises.html"
         assert page.is_file(), student
     text = (course / "feedback" / "surrogate" / mx.ASSIGNMENT / "exercises.html").read_text(encoding="utf-8")
@@ -169,7 +169,7 @@ def test_a_removed_submission_keeps_no_score_in_grades_csv(graded):
     import shutil
 
     course = graded[0]
-    shutil.rmtree(course / "submitted" / "beside")   # graded above (24 points), then taken out of the class
+    shutil.rmtree(course / "submitted" / "beside")   # graded above (full automatic points), then taken out of the class
     before = os.getcwd()
     os.chdir(course)
     try:

@@ -34,6 +34,7 @@ from grading_support import (
     auto_cells,
     cell_scores,
     mx,
+    point_totals,
     released_course,
     require_sandbox,
     shared_tmp,
@@ -43,12 +44,6 @@ from grading_support import (
 )
 
 STORED = ROOT / "notebooks" / "10_exercises.ipynb"
-
-
-def point_totals(source) -> tuple[float, float]:
-    """(points of the automatically graded check cells, points of every graded cell) of the source notebook."""
-    graded = [c.metadata["nbgrader"] for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    return sum(auto_cells(source).values()), sum(float(m["points"]) for m in graded)
 
 
 AUTO, TOTAL = point_totals(nbformat.read(SOURCE, as_version=4))
