@@ -16,7 +16,8 @@ not prose. Per page it measures
 
 and the core total: the words of the intro and sections 23.1-23.9 (the pages whose title starts 23.1 ... 23.9).
 
-The budgets (BUDGETS): the core at most 10,000 words; no section over 1,500 words or 10 screens; the first figure
+The budgets (BUDGETS): the core at most 10,000 words; no section over 1,500 words or 10 screens (the exercises
+page: SCREENS_PER_EXERCISE screens per exercise of the source notebook, so it grows with them); the first figure
 or explorable within the first two screens; at most one sentence with four or more numbers and at most two source
 mentions per section. The reference pages (REFERENCE_PAGES: looked up, not read through) have no per-page budget.
 
@@ -49,12 +50,34 @@ BUDGETS = {
     "wide code": (0, "lines of code shown open that are wider than the column"),
 }
 CORE_WORDS = 10_000
+# The exercises page holds every exercise of the source notebook, so its screens grow with them: eight exercises
+# filled a section's ten screens, and each exercise is allowed that share (the words budget stays a section's).
+EXERCISES_PAGE = "notebooks/10_exercises"
+SCREENS_PER_EXERCISE = 1.25
 # Pages a reader looks things up in rather than reads through: no per-page budget.
 REFERENCE_PAGES = ("book/glossary", "book/instructors", "book/references")
 
 # (page, budget) pairs still over their budget because the page has not been rewritten yet. The check fails when a
 # pair outside this list is over, and when a pair of this list is no longer over: then delete its line.
 NOT_YET_REWRITTEN: set[tuple[str, str]] = set()
+
+
+def exercise_count() -> int:
+    """How many exercises the source notebook of the assignment holds (its "## Exercise N" headings)."""
+    import nbformat
+
+    from scripts.make_exercises import ASSIGNMENT, COURSE, NOTEBOOK, exercise_of_cells
+
+    source = nbformat.read(COURSE / "source" / ASSIGNMENT / NOTEBOOK, as_version=4)
+    return len({n for n in exercise_of_cells(source) if n is not None})
+
+
+def limit(page: str, budget: str, exercises: int | None = None) -> float:
+    """The page's limit for this budget: BUDGETS', but the exercises page's screens are per exercise."""
+    if page == EXERCISES_PAGE and budget == "screens":
+        return SCREENS_PER_EXERCISE * (exercise_count() if exercises is None else exercises)
+    return BUDGETS[budget][0]
+
 
 # -- reading the main line of a loaded page (in the browser) -----------------------------------------------------
 # Not prose: code, outputs, maths, explorables, folded blocks, and the page's furniture.
@@ -173,8 +196,7 @@ class Page:
             return []
         out = []
         for budget, value in self.values().items():
-            limit = BUDGETS[budget][0]
-            if value is None or value > limit:   # no figure at all is over the first-figure budget
+            if value is None or value > limit(self.name, budget):   # no figure at all is over the first-figure budget
                 out.append(budget)
         return out
 
@@ -209,11 +231,14 @@ def verdict(over: set[tuple[str, str]], allowed: set[tuple[str, str]] = NOT_YET_
     """What is wrong, as sentences: pairs over budget that are not declared, declared pairs no longer over."""
     problems = []
     for page, budget in sorted(over - allowed):
-        limit = CORE_WORDS if page == CORE else BUDGETS[budget][0]
+        most = CORE_WORDS if page == CORE else limit(page, budget)
         advice = ("wrap those lines (77 characters fit) or fold the cell (tag hide-input or hide-cell)"
                   if budget == "wide code" else
                   "shorten the main line or fold the checking into a 'Check the figures' block")
-        problems.append(f"{page}: over its budget of {limit} {BUDGETS[budget][1] if page != CORE else 'core words'}"
+        if page == EXERCISES_PAGE and budget == "screens":
+            advice = (f"{SCREENS_PER_EXERCISE} screens per exercise: fold what an exercise shows open (data, "
+                      "hints) into a hidden cell or a dropdown")
+        problems.append(f"{page}: over its budget of {most:g} {BUDGETS[budget][1] if page != CORE else 'core words'}"
                         f" ({budget}); {advice}")
     for page, budget in sorted(allowed - over):
         problems.append(f"{page}: now within its '{budget}' budget; remove ({page!r}, {budget!r}) from "
@@ -235,7 +260,8 @@ def table(pages: list[Page], root: str) -> str:
                  f"{'words' if total > CORE_WORDS else ''} |")
     lines.append("")
     lines.append(f"Budgets: core <= {CORE_WORDS} words; per section words <= {BUDGETS['words'][0]}, screens <= "
-                 f"{BUDGETS['screens'][0]}, first figure <= {BUDGETS['first figure'][0]} screens, sentences with 4+ "
+                 f"{BUDGETS['screens'][0]} (the exercises page: {SCREENS_PER_EXERCISE} per exercise), "
+                 f"first figure <= {BUDGETS['first figure'][0]} screens, sentences with 4+ "
                  f"numbers <= {BUDGETS['number sentences'][0]}, 'reference text/program' <= "
                  f"{BUDGETS['source mentions'][0]}, code blocks shown open with a line wider than the column <= "
                  f"{BUDGETS['wide code'][0]}.")

@@ -6,6 +6,9 @@ sentences whose counts are known by hand."""
 
 from __future__ import annotations
 
+import re
+
+import nbformat
 import pytest
 
 from scripts import reading_budget as rb
@@ -64,6 +67,24 @@ def test_code_wider_than_the_column_is_over_its_budget_and_says_how_to_fix_it():
     problems = rb.verdict({("notebooks/05_rms_norm", "wide code")}, allowed=set())
     assert len(problems) == 1 and "wrap those lines" in problems[0]
     assert "'EPS = 1e-5  # a long line'" in rb.table([page], "book/intro")
+
+
+def test_the_exercises_page_has_its_screens_per_exercise_of_the_source(monkeypatch):
+    """A new exercise in the source notebook gives the exercises page room for it; other pages keep ten screens."""
+    from scripts.make_exercises import ASSIGNMENT, COURSE, NOTEBOOK
+
+    source = nbformat.read(COURSE / "source" / ASSIGNMENT / NOTEBOOK, as_version=4)
+    headings = sorted(int(m.group(1)) for c in source.cells if c.cell_type == "markdown"
+                      if (m := re.match(r"## Exercise (\d+)", c.source)))
+    assert rb.exercise_count() == len(headings) >= 8
+    page = _page(rb.EXERCISES_PAGE, title="23.10 Exercises", screens=10.8)
+    monkeypatch.setattr(rb, "exercise_count", lambda: 8)
+    assert page.over() == ["screens"]                                   # 10.8 > 8 * 1.25
+    problem = rb.verdict({(rb.EXERCISES_PAGE, "screens")}, allowed=set())[0]
+    assert "budget of 10 page height" in problem and "per exercise" in problem, problem
+    monkeypatch.setattr(rb, "exercise_count", lambda: 9)
+    assert page.over() == []                                            # 10.8 <= 9 * 1.25
+    assert _page("notebooks/05_rms_norm", screens=10.8).over() == ["screens"]
 
 
 def test_the_declared_pages_are_pages_of_the_book():
