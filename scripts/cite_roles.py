@@ -1,6 +1,7 @@
 """Turn the book's plain author-year citations into sphinxcontrib-bibtex roles, using book/references.bib.
 
-    python -m scripts.cite_roles [FILE ...]      (default: book/*.md, notebooks/*.ipynb and the exercises' source)
+    python -m scripts.cite_roles [FILE ...]      (default: book/*.md, notebooks/*.ipynb and the exercises' source;
+                                                  not notebooks/10_exercises.ipynb, which `make exercises` writes)
 
 "(Xiong et al., 2020)" and "(Ba et al., 2016; Zhang and Sennrich, 2019)" become {cite:p}`Xiong2020` and
 {cite:p}`Ba2016,ZhangSennrich2019`; "Xiong et al. (2020)" becomes {cite:t}`Xiong2020`; a citation inside a
@@ -190,9 +191,16 @@ def convert_file(path: Path, entries: dict, problems: list) -> bool:
     return False
 
 
+def default_files() -> list[Path]:
+    """DEFAULT_GLOBS' files, less the book's copy of the exercises: `make exercises` writes it from the source."""
+    from scripts.make_exercises import TARGET
+
+    return sorted(p for g in DEFAULT_GLOBS for p in ROOT.glob(g) if p != TARGET)
+
+
 def main(argv: list[str]) -> int:
     entries = read_bib()
-    paths = [Path(a).resolve() for a in argv[1:]] or sorted(p for g in DEFAULT_GLOBS for p in ROOT.glob(g))
+    paths = [Path(a).resolve() for a in argv[1:]] or default_files()
     problems: list[str] = []
     changed = [p for p in paths if convert_file(p, entries, problems)]
     for p in changed:

@@ -248,6 +248,9 @@ WRONG_GROUPS = {
     "wrong_b": ("1b", "2a", "4a"),   # 2(c) uses 2(a), 4(b) uses 4(a)
     "wrong_c": ("1c", "2b", "7", "8b"),    # a one-sided difference still agrees with 2(a) to under 1e-6 in 2(c)
 }
+# A wrong answer in no group above (a new exercise's) is graded alone, in a submission of its own.
+WRONG_GROUPS.update({f"wrong_{part}": (part,) for part in WRONG
+                     if not any(part in parts for parts in WRONG_GROUPS.values())})
 DEPENDENT = {"2a": ("2c", "8a"), "4a": ("4b",)}   # 8(a) runs the stack's way back with 2(a)
 
 DELEGATING = {

@@ -19,7 +19,8 @@ from scripts import cite_roles  # noqa: E402
 
 BIB = ROOT / "book" / "references.bib"
 ROLE = re.compile(r"\{cite:[a-z]+\}`([^`]*)`")
-FIX = "run `python -m scripts.cite_roles` and add any work it reports to book/references.bib"
+FIX = ("run `python -m scripts.cite_roles` and add any work it reports to book/references.bib (it converts the "
+       "exercises' source, not notebooks/10_exercises.ipynb: then run `make exercises`)")
 
 
 def sources() -> dict:
@@ -75,6 +76,15 @@ def test_same_author_same_year_works_have_distinct_labels():
 
 
 # -- scripts/cite_roles.py ------------------------------------------------------------------------------------
+
+def test_cite_roles_leaves_the_book_copy_of_the_exercises_to_make_exercises():
+    from scripts.make_exercises import TARGET
+
+    files = cite_roles.default_files()
+    assert TARGET not in files and TARGET.exists()
+    assert ROOT / "assignments" / "source" / "chapter23" / "exercises.ipynb" in files
+    assert ROOT / "notebooks" / "05_rms_norm.ipynb" in files
+
 
 def test_cite_roles_converts_the_three_forms_and_tells_works_apart():
     entries = cite_roles.read_bib()
