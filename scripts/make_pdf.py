@@ -363,7 +363,7 @@ def join(base: str, printed: list[dict], pages: list[str], out: Path, numbers: P
     with open(out, "wb") as f:
         writer.write(f)
     return {"pages": len(writer.pages), "bookmarks": bookmarks, "internal links": internal,
-            "web links": external, "links dropped": dropped}
+            "web links": external, "links to full-size figure images (not in the PDF)": dropped}
 
 
 def main(argv: list[str] | None = None) -> int:
