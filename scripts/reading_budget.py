@@ -72,10 +72,10 @@ def exercise_count() -> int:
     return len({n for n in exercise_of_cells(source) if n is not None})
 
 
-def limit(page: str, budget: str, exercises: int | None = None) -> float:
+def limit(page: str, budget: str) -> float:
     """The page's limit for this budget: BUDGETS', but the exercises page's screens are per exercise."""
     if page == EXERCISES_PAGE and budget == "screens":
-        return SCREENS_PER_EXERCISE * (exercise_count() if exercises is None else exercises)
+        return SCREENS_PER_EXERCISE * exercise_count()
     return BUDGETS[budget][0]
 
 
