@@ -131,13 +131,16 @@ def test_each_static_figure_stacks_its_panels_in_the_narrow_layout():
 
 def test_the_gradient_figure_shades_the_seeds_interval_around_their_mean():
     """Each placement's band brackets its mean line at every layer, shrinks to the line when the seeds agree, and
-    is drawn only when the seeds are given (notebook 11 passes them)."""
+    is drawn only when the seeds are given (notebook 11 passes them), the line then being their mean."""
     rng = np.random.default_rng(3)
     per_seed = {(p, d): np.exp(rng.normal(0, 0.3, size=(5, d))) for p in ("post", "pre") for d in (6, 12)}
     per_seed["pre", 12] = np.tile(per_seed["pre", 12][:1], (5, 1))       # five seeds that agree
     per_layer = {k: v.mean(axis=0) for k, v in per_seed.items()}
     for narrow in (False, True):
-        fig = grad_norm_figure(per_layer, [6, 12], "mlp.w2", narrow=narrow, per_seed=per_seed)
+        fig = grad_norm_figure(per_seed, [6, 12], "mlp.w2", narrow=narrow)
+        for ax, d in zip(fig.axes, (6, 12), strict=True):   # the lines: the seeds' means, as without the seeds
+            np.testing.assert_array_equal(ax.lines[0].get_ydata(), per_layer["post", d])
+            np.testing.assert_array_equal(ax.lines[1].get_ydata(), per_layer["pre", d])
         for ax, d in zip(fig.axes, (6, 12), strict=True):
             bands = ax.collections
             assert len(bands) == 2, "one band per placement"

@@ -100,20 +100,21 @@ def stored_runs_figure(runs: list, color, seed: int, name: str, narrow: bool = F
     return fig
 
 
-def grad_norm_figure(per_layer: dict, depths, matrix: str, narrow: bool = False, per_seed: dict | None = None):
+def grad_norm_figure(per_layer: dict, depths, matrix: str, narrow: bool = False):
     """One log-scale panel per depth: the gradient norm of each layer's `matrix` at initialization, post and pre.
-    per_layer maps (placement, depth) to an array of one value per layer; per_seed, if given, to an array
-    (seeds, layers), whose 90 % bootstrap interval of the mean is shaded; narrow=True stacks the panels."""
+    per_layer maps (placement, depth) to one value per layer, or to an array (seeds, layers): then the line is the
+    seeds' mean and its 90 % bootstrap interval is shaded; narrow=True stacks the panels."""
     fig = blank_figure(NARROW_IN, 0.5 + 2.1 * len(depths)) if narrow else blank_figure(height=3.0)
     with house_style():
         axes = np.atleast_1d(fig.subplots(len(depths), 1, sharey=True) if narrow else
                              fig.subplots(1, len(depths), sharey=True))
         for ax, d in zip(axes, depths, strict=True):
             for p in ("post", "pre"):
-                layers = np.arange(1, d + 1)
-                ax.plot(layers, per_layer[p, d], "o-", ms=3, color=COLORS[p], label=PLACEMENT_NAMES[p])
-                if per_seed is not None:
-                    band = np.array([spread.mean_interval(col)[1:] for col in np.asarray(per_seed[p, d]).T])
+                layers, values = np.arange(1, d + 1), np.asarray(per_layer[p, d])
+                ax.plot(layers, values.mean(axis=0) if values.ndim == 2 else values, "o-", ms=3, color=COLORS[p],
+                        label=PLACEMENT_NAMES[p])
+                if values.ndim == 2:
+                    band = np.array([spread.mean_interval(col)[1:] for col in values.T])
                     ax.fill_between(layers, band[:, 0], band[:, 1], color=COLORS[p], alpha=0.2, lw=0)
             ax.set_yscale("log")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))   # layers are whole numbers
